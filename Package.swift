@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "RangeFS",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "rangefs", targets: ["rangefs"]),
+        .library(name: "RangeFSCore", targets: ["RangeFSCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // libfuse3 and libcurl, seen through small shim headers (FUSE_USE_VERSION, typed curl setters).
+        .systemLibrary(name: "CFuse", path: "Sources/CFuse", pkgConfig: "fuse3",
+                       providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // Manifest, namespace, remote, cache store and fetcher: everything a test can drive without a mount.
+        .target(
+            name: "RangeFSCore",
+            dependencies: [
+                "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The libfuse3 binding: translates kernel requests into calls on RangeFSCore.
+        .target(
+            name: "RangeFSFuse",
+            dependencies: [
+                "CFuse", "RangeFSCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "rangefs",
+            dependencies: [
+                "RangeFSCore", "RangeFSFuse", "CSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "RangeFSCoreTests", dependencies: ["RangeFSCore"]),
+        .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "rangefs"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,54 @@
+#ifndef RANGEFS_CCURL_SHIM_H
+#define RANGEFS_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+/* curl_easy_setopt / curl_easy_getinfo / curl_multi_setopt are variadic and do not
+   import into Swift; these typed wrappers are the only way the Swift code calls them. */
+
+static inline CURLcode rangefs_easy_setopt_long(CURL *h, CURLoption o, long v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode rangefs_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode rangefs_easy_setopt_string(CURL *h, CURLoption o, const char *v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode rangefs_easy_setopt_pointer(CURL *h, CURLoption o, void *v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode rangefs_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) {
+    return curl_easy_setopt(h, o, v);
+}
+
+typedef size_t (*rangefs_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+static inline CURLcode rangefs_easy_setopt_write_callback(CURL *h, rangefs_data_callback cb) {
+    return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cb);
+}
+static inline CURLcode rangefs_easy_setopt_header_callback(CURL *h, rangefs_data_callback cb) {
+    return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cb);
+}
+
+static inline CURLcode rangefs_easy_getinfo_long(CURL *h, CURLINFO i, long *v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode rangefs_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode rangefs_easy_getinfo_string(CURL *h, CURLINFO i, char **v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode rangefs_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
+    return curl_easy_getinfo(h, i, v);
+}
+
+static inline CURLMcode rangefs_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
+    return curl_multi_setopt(m, o, v);
+}
+
+/* CURLMsg carries a union; reading it from Swift is clumsy. */
+static inline CURLcode rangefs_msg_result(const CURLMsg *msg) { return msg->data.result; }
+
+#endif

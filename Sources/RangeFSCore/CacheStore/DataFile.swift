@@ -1,0 +1,66 @@
+import Foundation
+
+/// A sparse local file the size of the remote one; blocks are written where they belong.
+/// `pread`/`pwrite` carry their own offsets, so threads may share the descriptor.
+public final class DataFile: Sendable {
+    public let descriptor: Int32
+    public let path: String
+
+    /// Opens (creating, mode 0600) the file and gives it the remote size without allocating it.
+    public init(path: String, size: UInt64) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CacheError.system("cannot open cache file \(path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            close(fd)
+            throw CacheError.system("cannot stat cache file \(path)")
+        }
+        if UInt64(info.st_size) != size, ftruncate(fd, off_t(size)) != 0 {
+            let code = errno
+            close(fd)
+            throw CacheError.system("cannot size cache file \(path)", errno: code)
+        }
+        descriptor = fd
+        self.path = path
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Writes every byte or throws (a full disk surfaces here as ENOSPC).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw CacheError.system("cannot write cache file \(path)")
+            }
+            done += written
+        }
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
+    public func read(count: Int, at offset: UInt64) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw CacheError.system("cannot read cache file \(path)")
+            }
+            if got == 0 { break }
+            done += got
+        }
+        return Array(buffer.prefix(done))
+    }
+
+    /// Makes written data durable; only after this may its blocks be marked present.
+    public func synchronize() throws {
+        while fdatasync(descriptor) != 0 {
+            if errno != EINTR { throw CacheError.system("cannot sync cache file \(path)") }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+
+/// Where a file stands in the cache.
+public enum CacheState: String, Sendable, Codable {
+    /// Known to the manifest, no byte cached.
+    case remote
+    /// Some blocks cached.
+    case partial
+    /// Every block cached and synced; served from local disk alone.
+    case complete
+    /// The last attempt failed; the reason is kept.
+    case failed
+}
+
+/// What the cache remembers about one remote file, keyed by its URL.
+public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "cached_file"
+
+    public var url: String
+    /// File name under `data/` (a hash of the URL).
+    public var dataName: String
+    public var size: UInt64
+    public var etag: String?
+    public var lastModified: String?
+    /// `Last-Modified` as seconds since 1970, for the file's mtime.
+    public var modified: Double?
+    public var blockSize: UInt64
+    /// Durable blocks (`BlockBitmap.serialized`).
+    public var bitmap: Data
+    public var state: CacheState
+    public var failure: String?
+    public var lastAccess: Double
+
+    public var validator: RemoteValidator {
+        RemoteValidator(etag: etag, lastModified: lastModified)
+    }
+}
+
+/// The cache's SQLite database. Every write is a durable transaction (WAL, synchronous=FULL):
+/// a bitmap committed here is on disk, and it is only committed after its data was synced.
+public final class MetadataStore: Sendable {
+    private let database: DatabaseQueue
+
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
+            }
+            try Self.migrator.migrate(database)
+        } catch {
+            throw CacheError("cannot open cache database \(path): \(error)")
+        }
+        chmod(path, 0o600)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: CachedFileRecord.databaseTableName) { table in
+                table.column("url", .text).primaryKey()
+                table.column("dataName", .text).notNull()
+                table.column("size", .integer).notNull()
+                table.column("etag", .text)
+                table.column("lastModified", .text)
+                table.column("modified", .double)
+                table.column("blockSize", .integer).notNull()
+                table.column("bitmap", .blob).notNull()
+                table.column("state", .text).notNull()
+                table.column("failure", .text)
+                table.column("lastAccess", .double).notNull()
+            }
+        }
+        return migrator
+    }
+
+    /// Every record, read once at mount time.
+    public func allRecords() throws -> [String: CachedFileRecord] {
+        let records = try database.read { db in try CachedFileRecord.fetchAll(db) }
+        return Dictionary(records.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func save(_ record: CachedFileRecord) throws {
+        try database.write { db in try record.save(db) }
+    }
+
+    /// Commits the durable blocks and state of one file.
+    public func commitBlocks(url: String, bitmap: [UInt8], state: CacheState) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, failure = NULL WHERE url = ?",
+                           arguments: [Data(bitmap), state.rawValue, url])
+        }
+    }
+
+    public func recordFailure(url: String, reason: String?) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET failure = ? WHERE url = ?", arguments: [reason, url])
+        }
+    }
+
+    public func touch(url: String, at date: Date) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET lastAccess = ? WHERE url = ?",
+                           arguments: [date.timeIntervalSince1970, url])
+        }
+    }
+}

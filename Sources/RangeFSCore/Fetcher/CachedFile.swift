@@ -1,0 +1,414 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Bytes a read may be answered with: they are in `file` at `range`.
+public struct ReadyBytes: Sendable {
+    public let file: DataFile
+    public let range: Range<UInt64>
+}
+
+public typealias ReadCompletion = @Sendable (Result<ReadyBytes, FetchError>) -> Void
+
+/// One remote file in the cache: which blocks are on disk, which are on their way, and who
+/// waits for what. A read is answered as soon as its own bytes are written — also while the
+/// transfer that brings them is still running — and never before.
+public final class CachedFile: Sendable {
+    public let url: URL
+    public let layout: BlockLayout
+    public let modified: Date?
+    private let headers: [String: String]
+    private let validator: RemoteValidator
+    private let dataName: String
+    private let environment: FetchEnvironment
+    private let state: Mutex<State>
+
+    private struct State {
+        /// Blocks whose bytes are written to the data file (maybe not synced yet).
+        var available: BlockBitmap
+        /// Blocks synced and committed to the database.
+        var durable: BlockBitmap
+        /// Every block durable and the data file promoted to its final name.
+        var complete: Bool
+        var transfers: [Int: Transfer] = [:]
+        var nextTransferID = 0
+        var waiters: [Waiter] = []
+        var uncommittedBytes: UInt64 = 0
+        var commitScheduled = false
+        var dataFile: DataFile?
+        var openHandles = 0
+        var lastFailure: String?
+    }
+
+    /// A range request in flight; `written` bytes from its start are in the data file.
+    private struct Transfer {
+        var bytes: Range<UInt64>
+        var blocks: Range<Int>
+        var written: UInt64 = 0
+        var attempts = 1
+        var frontier: UInt64 { bytes.lowerBound + written }
+    }
+
+    private struct Waiter {
+        var bytes: Range<UInt64>
+        var completion: ReadCompletion
+    }
+
+    /// Work decided under the lock and done after it is released.
+    private enum Action {
+        case fetch(id: Int, bytes: Range<UInt64>)
+        case retry(id: Int, bytes: Range<UInt64>, after: Duration)
+        case reply(ReadCompletion, Result<ReadyBytes, FetchError>)
+        case commit
+    }
+
+    init(record: CachedFileRecord, url: URL, headers: [String: String], environment: FetchEnvironment) {
+        self.url = url
+        self.headers = headers
+        self.environment = environment
+        validator = record.validator
+        dataName = record.dataName
+        layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+        modified = record.modified.map { Date(timeIntervalSince1970: $0) }
+        let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
+        let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
+        state = Mutex(State(available: bitmap, durable: bitmap,
+                            complete: record.state == .complete && bitmap.isComplete))
+    }
+
+    // MARK: Looking
+
+    public var snapshot: CachedFileSnapshot {
+        state.withLock { state in
+            let present = UInt64(state.available.presentCount) * layout.blockSize
+            return CachedFileSnapshot(size: layout.fileSize,
+                                      cachedBytes: min(present, layout.fileSize),
+                                      complete: state.complete,
+                                      activeTransfers: state.transfers.count,
+                                      lastFailure: state.lastFailure)
+        }
+    }
+
+    // MARK: Opening and closing
+
+    /// A file handle was opened on this file.
+    public func opened() {
+        state.withLock { $0.openHandles += 1 }
+        let url = url.absoluteString
+        let store = environment.store
+        environment.committer.schedule {
+            try? store.touch(url: url, at: Date())
+        }
+    }
+
+    /// A file handle was closed; the data file is closed once nothing needs it.
+    public func released() {
+        state.withLock { state in
+            state.openHandles -= 1
+            closeIfIdle(&state)
+        }
+    }
+
+    public var isComplete: Bool {
+        state.withLock { $0.complete }
+    }
+
+    // MARK: Reading
+
+    /// Answers once every byte of `bytes` is in the data file, fetching what is missing
+    /// (plus up to `readAhead` bytes after it, for a sequential reader) in as few requests as possible.
+    public func read(_ requested: Range<UInt64>, readAhead: UInt64, completion: @escaping ReadCompletion) {
+        let bytes = requested.clamped(to: 0..<layout.fileSize)
+        let actions = state.withLock { state -> [Action] in
+            let file: DataFile
+            do {
+                file = try openDataFile(&state)
+            } catch {
+                return [.reply(completion, .failure(FetchError("\(error)")))]
+            }
+            if state.complete || bytes.isEmpty {
+                return [.reply(completion, .success(ReadyBytes(file: file, range: bytes)))]
+            }
+            let end = readAheadEnd(after: bytes.upperBound, window: readAhead, in: state) ?? bytes.upperBound
+            var actions = planTransfers(covering: bytes.lowerBound..<end, in: &state)
+            if isAvailable(bytes, in: state) {
+                actions.append(.reply(completion, .success(ReadyBytes(file: file, range: bytes))))
+            } else {
+                state.waiters.append(Waiter(bytes: bytes, completion: completion))
+            }
+            return actions
+        }
+        perform(actions)
+    }
+
+    /// True when every byte is in the data file: in an available block, or already written
+    /// by the transfer that is bringing its block.
+    private func isAvailable(_ bytes: Range<UInt64>, in state: State) -> Bool {
+        for block in layout.blocks(covering: bytes) where !state.available.contains(block) {
+            let needed = bytes.clamped(to: layout.byteRange(ofBlock: block))
+            let covered = state.transfers.values.contains { transfer in
+                transfer.blocks.contains(block) && transfer.frontier >= needed.upperBound
+            }
+            if !covered { return false }
+        }
+        return true
+    }
+
+    private func isRequested(_ block: Int, in state: State) -> Bool {
+        state.transfers.values.contains { $0.blocks.contains(block) }
+    }
+
+    /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
+    /// one request per run of adjacent blocks (split at `maxRequestBytes`).
+    private func planTransfers(covering bytes: Range<UInt64>, in state: inout State) -> [Action] {
+        let maxBlocks = max(1, Int(environment.policy.maxRequestBytes / layout.blockSize))
+        var actions: [Action] = []
+        var runStart: Int?
+        let blocks = layout.blocks(covering: bytes)
+        for block in blocks.lowerBound...blocks.upperBound {
+            let wanted = block < blocks.upperBound && !state.available.contains(block) && !isRequested(block, in: state)
+            if wanted, runStart == nil { runStart = block }
+            guard let start = runStart else { continue }
+            if !wanted || block + 1 - start == maxBlocks {
+                let run = start..<(wanted ? block + 1 : block)
+                runStart = nil
+                let id = state.nextTransferID
+                state.nextTransferID += 1
+                let transfer = Transfer(bytes: layout.byteRange(ofBlocks: run), blocks: run)
+                state.transfers[id] = transfer
+                actions.append(.fetch(id: id, bytes: transfer.bytes))
+            }
+        }
+        return actions
+    }
+
+    /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
+    /// It waits until half the window is free, so the leading edge moves in large requests
+    /// (joined with the reader's own) instead of one small request per read.
+    private func readAheadEnd(after offset: UInt64, window: UInt64, in state: State) -> UInt64? {
+        guard window > 0, offset < layout.fileSize else { return nil }
+        let end = min(layout.fileSize, offset + window)
+        let blocks = layout.blocks(covering: offset..<end)
+        guard let first = blocks.first(where: { !state.available.contains($0) && !isRequested($0, in: state) }) else {
+            return nil
+        }
+        let firstOffset = layout.byteRange(ofBlock: first).lowerBound
+        guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
+        return end
+    }
+
+    // MARK: Transfers
+
+    private func perform(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .fetch(let id, let bytes):
+                startFetch(id: id, bytes: bytes)
+            case .retry(let id, let bytes, let delay):
+                let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+                    startFetch(id: id, bytes: bytes)
+                }
+            case .reply(let completion, let result):
+                completion(result)
+            case .commit:
+                environment.committer.schedule { [self] in commit() }
+            }
+        }
+    }
+
+    private func startFetch(id: Int, bytes: Range<UInt64>) {
+        let request = RangeRequest(url: url, headers: headers, range: bytes,
+                                   expectedSize: layout.fileSize, validator: validator)
+        environment.client.fetch(request, sink: { [self] data, offset in
+            receive(transfer: id, data, at: offset)
+        }, completion: { [self] result in
+            finished(transfer: id, result)
+        })
+    }
+
+    /// Stores bytes as they arrive and answers every read they complete.
+    private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64) -> Bool {
+        guard let file = state.withLock({ $0.dataFile }) else { return false }
+        do {
+            try file.write(data, at: offset)
+        } catch {
+            environment.logger.error("\(error)")
+            state.withLock { $0.lastFailure = "\(error)" }
+            return false
+        }
+        let actions = state.withLock { state -> [Action]? in
+            guard var transfer = state.transfers[id], transfer.frontier == offset else { return nil }
+            transfer.written += UInt64(data.count)
+            state.transfers[id] = transfer
+            var block = layout.blocks(covering: offset..<(offset + 1)).lowerBound
+            while block < transfer.blocks.upperBound, layout.byteRange(ofBlock: block).upperBound <= transfer.frontier {
+                if !state.available.contains(block) {
+                    state.available.insert(block)
+                    state.uncommittedBytes += UInt64(layout.byteRange(ofBlock: block).count)
+                }
+                block += 1
+            }
+            var actions = answerWaiters(in: &state, overlapping: transfer.bytes)
+            if state.uncommittedBytes >= environment.policy.commitIntervalBytes, !state.commitScheduled {
+                state.commitScheduled = true
+                actions.append(.commit)
+            }
+            return actions
+        }
+        guard let actions else { return false }
+        perform(actions)
+        return true
+    }
+
+    private func finished(transfer id: Int, _ result: Result<Void, RemoteError>) {
+        let actions = state.withLock { state -> [Action] in
+            guard var transfer = state.transfers[id] else { return [] }
+            var actions: [Action] = []
+            switch result {
+            case .success:
+                state.transfers[id] = nil
+            case .failure(let error):
+                let remainder = transfer.frontier..<transfer.bytes.upperBound
+                if error.isTransient, transfer.attempts < environment.policy.maxAttempts, !remainder.isEmpty {
+                    transfer.attempts += 1
+                    state.transfers[id] = transfer
+                    let delay = retryDelay(attempt: transfer.attempts)
+                    environment.logger.warning("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")
+                    actions.append(.retry(id: id, bytes: remainder, after: delay))
+                } else {
+                    state.transfers[id] = nil
+                    if error != .cancelled {
+                        environment.logger.error("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound - 1) failed: \(error)")
+                    }
+                    state.lastFailure = error.description
+                    actions += failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): \(error)"))
+                }
+            }
+            actions += answerWaiters(in: &state, overlapping: transfer.bytes)
+            if state.uncommittedBytes > 0, !state.commitScheduled, state.transfers.isEmpty || state.uncommittedBytes >= environment.policy.commitIntervalBytes {
+                state.commitScheduled = true
+                actions.append(.commit)
+            }
+            return actions
+        }
+        perform(actions)
+    }
+
+    private func retryDelay(attempt: Int) -> Duration {
+        let base = environment.policy.retryBaseDelay * (1 << min(attempt - 2, 6))
+        return base * Double.random(in: 0.5...1.5)
+    }
+
+    private func answerWaiters(in state: inout State, overlapping bytes: Range<UInt64>) -> [Action] {
+        guard let file = state.dataFile else { return [] }
+        var actions: [Action] = []
+        var waiting: [Waiter] = []
+        for waiter in state.waiters {
+            if waiter.bytes.overlaps(bytes), isAvailable(waiter.bytes, in: state) {
+                actions.append(.reply(waiter.completion, .success(ReadyBytes(file: file, range: waiter.bytes))))
+            } else {
+                waiting.append(waiter)
+            }
+        }
+        state.waiters = waiting
+        return actions
+    }
+
+    private func failWaiters(in state: inout State, overlapping bytes: Range<UInt64>, error: FetchError) -> [Action] {
+        var actions: [Action] = []
+        var waiting: [Waiter] = []
+        for waiter in state.waiters {
+            if waiter.bytes.overlaps(bytes), !isAvailable(waiter.bytes, in: state) {
+                actions.append(.reply(waiter.completion, .failure(error)))
+            } else {
+                waiting.append(waiter)
+            }
+        }
+        state.waiters = waiting
+        return actions
+    }
+
+    // MARK: Durability
+
+    /// Syncs the data, then commits its blocks; promotes the file once every block is durable.
+    private func commit() {
+        let (snapshot, durable, file) = state.withLock { state in
+            state.commitScheduled = false
+            state.uncommittedBytes = 0
+            return (state.available, state.durable, state.dataFile)
+        }
+        guard let file, snapshot != durable else { return }
+        do {
+            try file.synchronize()
+            let complete = snapshot.isComplete
+            if complete { try promote() }
+            try environment.store.commitBlocks(url: url.absoluteString, bitmap: snapshot.serialized,
+                                               state: complete ? .complete : .partial)
+            state.withLock { state in
+                state.durable = snapshot
+                state.complete = complete
+                closeIfIdle(&state)
+            }
+            if complete {
+                environment.logger.info("complete: \(url.redactedForDisplay) (\(layout.fileSize) bytes)")
+            }
+        } catch {
+            environment.logger.error("cannot commit cached blocks of \(url.redactedForDisplay): \(error)")
+        }
+    }
+
+    /// Moves the finished data file to its final name (the open descriptor follows it).
+    private func promote() throws {
+        let directory = environment.directory
+        let partial = directory.dataPath(name: dataName, complete: false)
+        let final = directory.dataPath(name: dataName, complete: true)
+        guard rename(partial, final) == 0 || errno == ENOENT else {
+            throw CacheError.system("cannot promote \(partial)")
+        }
+        let folder = open(directory.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+
+    // MARK: Data file
+
+    private func openDataFile(_ state: inout State) throws -> DataFile {
+        if let file = state.dataFile { return file }
+        let directory = environment.directory
+        let partial = directory.dataPath(name: dataName, complete: false)
+        let final = directory.dataPath(name: dataName, complete: true)
+        // A crash between promotion and its commit leaves the final name with a partial state.
+        let path = state.complete || (access(partial, F_OK) != 0 && access(final, F_OK) == 0) ? final : partial
+        let existed = access(path, F_OK) == 0
+        if !existed, state.durable.presentCount > 0 {
+            // The data was removed behind our back: what the bitmap says is no longer true.
+            environment.logger.warning("cache data of \(url.redactedForDisplay) is missing; fetching it again")
+            state.available = BlockBitmap(blockCount: layout.blockCount)
+            state.durable = state.available
+            state.complete = false
+            try environment.store.commitBlocks(url: url.absoluteString, bitmap: state.durable.serialized, state: .remote)
+            return try openDataFile(&state)
+        }
+        let file = try DataFile(path: path, size: layout.fileSize)
+        state.dataFile = file
+        return file
+    }
+
+    private func closeIfIdle(_ state: inout State) {
+        if state.openHandles == 0, state.transfers.isEmpty, state.waiters.isEmpty, !state.commitScheduled {
+            state.dataFile = nil
+        }
+    }
+}
+
+/// A point-in-time view of a cached file, for status and extended attributes.
+public struct CachedFileSnapshot: Sendable {
+    public var size: UInt64
+    public var cachedBytes: UInt64
+    public var complete: Bool
+    public var activeTransfers: Int
+    public var lastFailure: String?
+}

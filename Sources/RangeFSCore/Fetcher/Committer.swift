@@ -1,0 +1,19 @@
+import Dispatch
+
+/// Makes cached data durable off the transfer thread, one file at a time:
+/// `fdatasync` first, then the bitmap in the database, so a crash can never mark a block
+/// present that is not on disk.
+public final class Committer: Sendable {
+    private let queue = DispatchQueue(label: "rangefs.commit")
+
+    public init() {}
+
+    func schedule(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
+    /// Returns once everything scheduled so far is committed (used at unmount).
+    public func drain() {
+        queue.sync {}
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+
+/// Limits that shape the requests a mount makes.
+public struct FetchPolicy: Sendable {
+    /// A longer run of missing blocks is split, so a fault costs one request, not the file.
+    public var maxRequestBytes: UInt64 = 16 * 1024 * 1024
+    /// Data is synced and its blocks committed at least this often during a long transfer.
+    public var commitIntervalBytes: UInt64 = 8 * 1024 * 1024
+    /// Attempts per request, the first included, for transient errors (5xx, resets, stalls).
+    public var maxAttempts = 4
+    /// First retry delay; each further retry doubles it, with jitter.
+    public var retryBaseDelay: Duration = .milliseconds(250)
+
+    public init() {}
+}
+
+/// The services every cached file of a mount shares.
+public struct FetchEnvironment: Sendable {
+    public var client: any RemoteClient
+    public var store: MetadataStore
+    public var directory: CacheDirectory
+    public var committer: Committer
+    public var policy: FetchPolicy
+    public var logger: Logger
+
+    public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
+                committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger) {
+        self.client = client
+        self.store = store
+        self.directory = directory
+        self.committer = committer
+        self.policy = policy
+        self.logger = logger
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// One remote file listed in a manifest.
+public struct ManifestEntry: Sendable, Hashable {
+    /// Where the file appears in the mount.
+    public var path: EntryPath
+    public var url: URL
+    /// Expected size in bytes, when the manifest format can state it.
+    public var size: UInt64?
+    /// Expected SHA-256 as lowercase hex, when the manifest format can state it.
+    public var sha256: String?
+    /// Extra request headers for this file.
+    public var headers: [String: String]
+    /// 1-based line in the manifest, for messages.
+    public var line: Int
+
+    public init(
+        path: EntryPath,
+        url: URL,
+        size: UInt64? = nil,
+        sha256: String? = nil,
+        headers: [String: String] = [:],
+        line: Int
+    ) {
+        self.path = path
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+        self.headers = headers
+        self.line = line
+    }
+}

@@ -1,0 +1,249 @@
+import CCurl
+import Foundation
+
+/// One easy handle and what it has seen so far. Lives on the loop thread only.
+final class CurlTransfer {
+    let easy: UnsafeMutableRawPointer
+    private let spec: TransferSpec
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// Set once the status and headers of the final response were checked (at the first body byte).
+    private var checked = false
+    /// The first problem found; the transfer is aborted and this is what the caller hears.
+    private var failure: RemoteError?
+    private var bodyBytes: UInt64 = 0
+    /// For a probe answered by a range GET: the size read from its headers.
+    private var probedSize: UInt64?
+
+    init(spec: TransferSpec, configuration: CurlClient.Configuration) throws(RemoteError) {
+        guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
+        self.easy = easy
+        self.spec = spec
+        let url: URL
+        var headers: [String: String]
+        switch spec {
+        case .probe(let probeURL, let probeHeaders, let method, _):
+            url = probeURL
+            headers = probeHeaders
+            if method == .head {
+                rangefs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+            } else {
+                rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "0-0")
+            }
+        case .range(let request, _, _):
+            url = request.url
+            headers = request.headers
+            rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
+            if let ifRange = request.validator.ifRangeValue {
+                headers["If-Range"] = ifRange
+            }
+        }
+        rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
+        rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        rangefs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        rangefs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        rangefs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        rangefs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        rangefs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, configuration.connectTimeoutSeconds)
+        rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallTimeoutSeconds)
+        rangefs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
+        rangefs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
+        // Compressed bodies would break byte offsets: ask for the identity encoding only.
+        headers["Accept-Encoding"] = "identity"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        rangefs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        rangefs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        rangefs_easy_setopt_write_callback(easy, curlTransferWrite)
+        rangefs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    // MARK: Body
+
+    /// Called by libcurl for every piece of the body; returning false aborts the transfer.
+    fileprivate func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if !checked {
+            checked = true
+            failure = checkResponse()
+        }
+        guard failure == nil else { return false }
+        switch spec {
+        case .probe:
+            // The headers said all there is to say; the body is not wanted.
+            return false
+        case .range(let request, let sink, _):
+            let wanted = UInt64(request.range.count)
+            guard bodyBytes + UInt64(bytes.count) <= wanted else {
+                failure = .protocolViolation("server sent more than the \(wanted) bytes asked for")
+                return false
+            }
+            guard sink(bytes, request.range.lowerBound + bodyBytes) else {
+                failure = .transport("the cache could not store the data")
+                return false
+            }
+            bodyBytes += UInt64(bytes.count)
+            return true
+        }
+    }
+
+    /// Checks the final response's status and headers before any byte of its body is used.
+    private func checkResponse() -> RemoteError? {
+        let status = responseCode
+        switch spec {
+        case .probe(_, _, let method, _):
+            return checkProbeResponse(status: status, method: method)
+        case .range(let request, _, _):
+            return checkRangeResponse(status: status, request: request)
+        }
+    }
+
+    private func checkRangeResponse(status: Int, request: RangeRequest) -> RemoteError? {
+        switch status {
+        case 206:
+            guard let contentRangeText = header("Content-Range"), let contentRange = ContentRange(headerValue: contentRangeText) else {
+                return .protocolViolation("206 reply without a valid Content-Range")
+            }
+            if let total = contentRange.total, total != request.expectedSize {
+                return .changed("size was \(request.expectedSize), now \(total)")
+            }
+            guard contentRange.range == request.range, contentRange.total != nil else {
+                return .protocolViolation("asked for bytes \(request.range.lowerBound)-\(request.range.upperBound - 1), got Content-Range: \(contentRangeText)")
+            }
+            if let expected = request.validator.etag, let etag = header("ETag"), etag != expected {
+                return .changed("ETag was \(expected), now \(etag)")
+            }
+            return nil
+        case 200:
+            return request.validator.ifRangeValue == nil
+                ? .rangesNotSupported
+                : .changed("the server answered If-Range with the whole file")
+        case 416:
+            return .changed("range not satisfiable (the file is shorter now)")
+        default:
+            return .status(status)
+        }
+    }
+
+    private func checkProbeResponse(status: Int, method: TransferSpec.ProbeMethod) -> RemoteError? {
+        switch (method, status) {
+        case (.firstByte, 206):
+            guard let text = header("Content-Range"), let total = ContentRange(headerValue: text)?.total else {
+                return .protocolViolation("206 reply without a Content-Range total")
+            }
+            probedSize = total
+        case (.firstByte, 416):
+            // The only file with no byte 0 is the empty one (`Content-Range: bytes */0`).
+            guard let text = header("Content-Range"), let total = ContentRange.unsatisfiedTotal(headerValue: text) else {
+                return .status(416)
+            }
+            probedSize = total
+        case (_, 200):
+            guard let length = contentLength else { return .protocolViolation("no Content-Length in the reply") }
+            probedSize = length
+        default:
+            return .status(status)
+        }
+        return nil
+    }
+
+    // MARK: Completion
+
+    /// Reports the outcome to the caller. Returns a follow-up transfer when a HEAD probe
+    /// must be retried as a one-byte GET.
+    func finish(curlResult: CURLcode, cancelled: Bool) -> TransferSpec? {
+        if cancelled {
+            spec.fail(.cancelled)
+            return nil
+        }
+        if curlResult == CURLE_OK, !checked {
+            // No body at all (HEAD, an empty file, an error page without a body).
+            checked = true
+            failure = checkResponse()
+        }
+        switch spec {
+        case .probe(let url, let headers, let method, let completion):
+            if method == .head, failure != nil || curlResult != CURLE_OK {
+                // Some servers refuse HEAD or omit its length; the range GET decides.
+                return .probe(url: url, headers: headers, method: .firstByte, completion: completion)
+            }
+            if let failure {
+                completion(.failure(failure))
+            } else if let size = probedSize {
+                completion(.success(RemoteFileInfo(size: size, validator: validator, modified: modified)))
+            } else {
+                completion(.failure(transportError(curlResult)))
+            }
+        case .range(let request, _, let completion):
+            if let failure {
+                completion(.failure(failure))
+            } else if curlResult != CURLE_OK {
+                completion(.failure(transportError(curlResult)))
+            } else if bodyBytes != UInt64(request.range.count) {
+                completion(.failure(.protocolViolation("short body: \(bodyBytes) of \(request.range.count) bytes")))
+            } else {
+                completion(.success(()))
+            }
+        }
+        return nil
+    }
+
+    private func transportError(_ code: CURLcode) -> RemoteError {
+        let detail = String(cString: errorBuffer)
+        let summary = String(cString: curl_easy_strerror(code))
+        if code == CURLE_OPERATION_TIMEDOUT {
+            return .transport("stalled or timed out (\(detail.isEmpty ? summary : detail))")
+        }
+        return .transport(detail.isEmpty ? summary : detail)
+    }
+
+    // MARK: Response facts
+
+    private var responseCode: Int {
+        var code = 0
+        rangefs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    private var contentLength: UInt64? {
+        var length: curl_off_t = -1
+        rangefs_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        return length >= 0 ? UInt64(length) : nil
+    }
+
+    private var validator: RemoteValidator {
+        RemoteValidator(etag: header("ETag"), lastModified: header("Last-Modified"))
+    }
+
+    private var modified: Date? {
+        guard let text = header("Last-Modified") else { return nil }
+        let seconds = curl_getdate(text, nil)
+        return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
+    }
+
+    /// A header of the final response (after redirects), or nil.
+    private func header(_ name: String) -> String? {
+        var found: UnsafeMutablePointer<curl_header>?
+        guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK,
+              let found, let value = found.pointee.value else { return nil }
+        return String(cString: value).trimmingASCIIWhitespace()
+    }
+}
+
+private func curlTransferWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                               _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    return transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// What identifies one version of a remote file: sent back as `If-Range`, compared on every reply.
+public struct RemoteValidator: Sendable, Equatable, Codable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String?, lastModified: String?) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// A weak ETag (`W/"…"`) must not be used with `If-Range` (RFC 9110 §13.1.5); the date can be.
+    public var ifRangeValue: String? {
+        if let etag, !etag.hasPrefix("W/") { return etag }
+        return lastModified
+    }
+}
+
+/// What a size probe learned about a remote file.
+public struct RemoteFileInfo: Sendable, Equatable {
+    public var size: UInt64
+    public var validator: RemoteValidator
+    /// `Last-Modified` as a date, for the file's mtime.
+    public var modified: Date?
+
+    public init(size: UInt64, validator: RemoteValidator, modified: Date?) {
+        self.size = size
+        self.validator = validator
+        self.modified = modified
+    }
+}
+
+/// A request for the bytes `range` of a file whose total size is already known.
+public struct RangeRequest: Sendable {
+    public var url: URL
+    public var headers: [String: String]
+    public var range: Range<UInt64>
+    public var expectedSize: UInt64
+    public var validator: RemoteValidator
+
+    public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64, validator: RemoteValidator) {
+        precondition(!range.isEmpty, "a range request asks for at least one byte")
+        self.url = url
+        self.headers = headers
+        self.range = range
+        self.expectedSize = expectedSize
+        self.validator = validator
+    }
+}
+
+public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The server answered with this status (404, 500 …).
+    case status(Int)
+    /// The transfer itself failed: connection refused, timeout, stalled, reset.
+    case transport(String)
+    /// A `200` reply to a range request without `If-Range`: the server ignores ranges.
+    case rangesNotSupported
+    /// The remote file is no longer the version the cache holds.
+    case changed(String)
+    /// A reply that breaks the protocol: wrong `Content-Range`, short or long body, no size.
+    case protocolViolation(String)
+    /// The transfer was stopped on purpose (unmount).
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .status(let code): return "HTTP status \(code)"
+        case .transport(let message): return message
+        case .rangesNotSupported: return "server ignored the Range header (answered 200)"
+        case .changed(let why): return "remote file changed: \(why)"
+        case .protocolViolation(let why): return why
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    /// Worth trying again: the next attempt may well succeed.
+    public var isTransient: Bool {
+        switch self {
+        case .status(let code): return code == 408 || code == 429 || code >= 500
+        case .transport: return true
+        case .protocolViolation: return true
+        case .rangesNotSupported, .changed, .cancelled: return false
+        }
+    }
+}
+
+/// Receives the body of a range transfer as it arrives, in order, on the transfer thread.
+/// Returns false to abort the transfer (for example when the cache file cannot be written).
+public typealias RangeBodySink = @Sendable (_ bytes: UnsafeRawBufferPointer, _ offset: UInt64) -> Bool
+
+/// HTTP access to remote files. The real one is libcurl (`CurlClient`); tests swap in
+/// misbehaving servers on loopback, never a fake of this protocol.
+public protocol RemoteClient: Sendable {
+    /// Finds a file's size and validator (HEAD, falling back to `Range: bytes=0-0`).
+    func probe(url: URL, headers: [String: String],
+               completion: @escaping @Sendable (Result<RemoteFileInfo, RemoteError>) -> Void)
+    /// Streams `request.range` into `sink`; completes once every byte was delivered or on the first error.
+    func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
+               completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void)
+    /// Stops every transfer (each completes with `.cancelled`) and the client's thread.
+    func shutdown()
+}

@@ -1,0 +1,228 @@
+import CFuse
+import Foundation
+import Logging
+import RangeFSCore
+
+/// Answers kernel requests from the namespace and the file catalog. It holds no logic of its
+/// own beyond translating: attributes into `stat`, results into replies, errors into errnos.
+public final class FuseFilesystem: Sendable {
+    let namespace: Namespace
+    let catalog: FileCatalog
+    let logger: Logger
+    /// Names and sizes do not change under a mount, so the kernel may keep them a while.
+    let attributeTimeout: Double = 300
+    private let mountTime = Date()
+    private let owner = (uid: getuid(), gid: getgid())
+
+    public init(namespace: Namespace, catalog: FileCatalog, logger: Logger) {
+        self.namespace = namespace
+        self.catalog = catalog
+        self.logger = logger
+    }
+
+    // MARK: Names and attributes
+
+    func lookup(_ request: FuseRequest, parent: InodeNumber, name: String) {
+        guard let node = namespace.lookup(parent: parent, name: name) else {
+            return request.reply(error: ENOENT)
+        }
+        withAttributes(of: node, request) { request.reply(entry: $0, timeout: self.attributeTimeout) }
+    }
+
+    func getattr(_ request: FuseRequest, inode: InodeNumber) {
+        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        withAttributes(of: node, request) { request.reply(attributes: $0, timeout: self.attributeTimeout) }
+    }
+
+    /// Calls `body` with the node's attributes once its size is known, or replies with the error.
+    private func withAttributes(of node: NamespaceNode, _ request: FuseRequest, _ body: @escaping @Sendable (stat) -> Void) {
+        switch node.kind {
+        case .directory:
+            body(directoryAttributes(node))
+        case .file(let index):
+            catalog.file(forEntry: index) { result in
+                switch result {
+                case .success(let file): body(self.fileAttributes(node, file))
+                case .failure(let error): request.reply(error: error.errno)
+                }
+            }
+        }
+    }
+
+    private func directoryAttributes(_ node: NamespaceNode) -> stat {
+        var attributes = baseAttributes(node)
+        attributes.st_mode = S_IFDIR | 0o555
+        attributes.st_nlink = 2
+        attributes.st_size = 4096
+        attributes.st_blocks = 8
+        return attributes
+    }
+
+    private func fileAttributes(_ node: NamespaceNode, _ file: CachedFile) -> stat {
+        var attributes = baseAttributes(node)
+        attributes.st_mode = S_IFREG | 0o444
+        attributes.st_nlink = 1
+        attributes.st_size = off_t(file.layout.fileSize)
+        attributes.st_blocks = blkcnt_t((file.layout.fileSize + 511) / 512)
+        if let modified = file.modified {
+            attributes.st_mtim = timespec(date: modified)
+            attributes.st_ctim = attributes.st_mtim
+        }
+        return attributes
+    }
+
+    private func baseAttributes(_ node: NamespaceNode) -> stat {
+        var attributes = stat()
+        attributes.st_ino = ino_t(node.inode)
+        attributes.st_uid = owner.uid
+        attributes.st_gid = owner.gid
+        attributes.st_blksize = 128 * 1024
+        let time = timespec(date: mountTime)
+        attributes.st_atim = time
+        attributes.st_mtim = time
+        attributes.st_ctim = time
+        return attributes
+    }
+
+    // MARK: Directories
+
+    func opendir(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
+        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        guard node.isDirectory else { return request.reply(error: ENOTDIR) }
+        // A listing is usually followed by a look-up of every name (`ls -l`): find the sizes
+        // of all files here at once instead of one after another.
+        catalog.discoverSizes(ofEntries: namespace.children(of: inode).compactMap { child in
+            if case .file(let index) = child.kind { return index }
+            return nil
+        })
+        request.reply(open: info)
+    }
+
+    func readdir(_ request: FuseRequest, inode: InodeNumber, size: Int, offset: Int) {
+        guard let node = namespace.node(inode), node.isDirectory else { return request.reply(error: ENOTDIR) }
+        let children = namespace.children(of: inode)
+        var names: [(String, InodeNumber, mode_t)] = [(".", inode, S_IFDIR), ("..", node.parent, S_IFDIR)]
+        names += children.map { ($0.name, $0.inode, $0.isDirectory ? S_IFDIR : S_IFREG) }
+        var buffer = [CChar](repeating: 0, count: size)
+        var used = 0
+        var index = max(0, offset)
+        while index < names.count {
+            let (name, childInode, mode) = names[index]
+            var attributes = stat()
+            attributes.st_ino = ino_t(childInode)
+            attributes.st_mode = mode
+            let needed = buffer.withUnsafeMutableBufferPointer { pointer in
+                fuse_add_direntry(request.raw, pointer.baseAddress! + used, size - used, name, &attributes, off_t(index + 1))
+            }
+            if used + needed > size { break }
+            used += needed
+            index += 1
+        }
+        request.reply(bytes: buffer.prefix(used).map { UInt8(bitPattern: $0) })
+    }
+
+    // MARK: Files
+
+    func open(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
+        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        guard case .file(let index) = node.kind else { return request.reply(error: EISDIR) }
+        guard info.flags & O_ACCMODE == O_RDONLY else { return request.reply(error: EROFS) }
+        catalog.file(forEntry: index) { result in
+            switch result {
+            case .success(let file):
+                var info = info
+                let handle = OpenFile(file: file)
+                info.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
+                // A complete file never changes again: the kernel may keep its pages.
+                rangefs_file_info_set_keep_cache(&info, file.isComplete ? 1 : 0)
+                request.reply(open: info)
+            case .failure(let error):
+                request.reply(error: error.errno)
+            }
+        }
+    }
+
+    func read(_ request: FuseRequest, size: Int, offset: Int64, info: fuse_file_info) {
+        guard offset >= 0 else { return request.reply(error: EINVAL) }
+        let handle = Self.openFile(info)
+        handle.read(offset: UInt64(offset), length: UInt64(size)) { result in
+            switch result {
+            case .success(let ready): request.reply(descriptor: ready.file.descriptor, range: ready.range)
+            case .failure(let error): request.reply(error: error.errno)
+            }
+        }
+    }
+
+    func release(_ request: FuseRequest, info: fuse_file_info) {
+        let pointer = UnsafeRawPointer(bitPattern: UInt(info.fh))!
+        let handle = Unmanaged<OpenFile>.fromOpaque(pointer).takeRetainedValue()
+        handle.close()
+        request.reply(error: 0)
+    }
+
+    private static func openFile(_ info: fuse_file_info) -> OpenFile {
+        let pointer = UnsafeRawPointer(bitPattern: UInt(info.fh))!
+        return Unmanaged<OpenFile>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    // MARK: Extended attributes
+
+    func getxattr(_ request: FuseRequest, inode: InodeNumber, name: String, size: Int) {
+        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        guard let value = extendedAttributes(of: node)[name] else { return request.reply(error: ENODATA) }
+        request.reply(xattr: Array(value.utf8), bufferSize: size)
+    }
+
+    func listxattr(_ request: FuseRequest, inode: InodeNumber, size: Int) {
+        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        let names: [UInt8] = extendedAttributes(of: node).keys.sorted().flatMap { name -> [UInt8] in Array(name.utf8) + [0] }
+        request.reply(xattr: names, bufferSize: size)
+    }
+
+    private func extendedAttributes(of node: NamespaceNode) -> [String: String] {
+        switch node.kind {
+        case .directory:
+            // The root tells `rangefs unmount` which process to wait for.
+            return node.inode == Namespace.rootInode ? ["user.rangefs.pid": String(getpid())] : [:]
+        case .file(let index):
+            let entry = catalog.manifest.entries[index]
+            var attributes = ["user.rangefs.url": entry.url.redactedForDisplay]
+            guard let file = catalog.knownFile(forEntry: index) else {
+                attributes["user.rangefs.state"] = CacheState.remote.rawValue
+                return attributes
+            }
+            let snapshot = file.snapshot
+            let state: CacheState = snapshot.complete ? .complete
+                : snapshot.lastFailure != nil && snapshot.activeTransfers == 0 ? .failed
+                : snapshot.cachedBytes > 0 ? .partial : .remote
+            attributes["user.rangefs.state"] = state.rawValue
+            attributes["user.rangefs.cached"] = String(snapshot.cachedBytes)
+            let percent = snapshot.size == 0 ? 100 : Double(snapshot.cachedBytes) * 100 / Double(snapshot.size)
+            attributes["user.rangefs.progress"] = String(format: "%.1f", percent)
+            return attributes
+        }
+    }
+
+    // MARK: The filesystem
+
+    func statfs(_ request: FuseRequest) {
+        var info = statvfs()
+        info.f_bsize = 4096
+        info.f_frsize = 4096
+        info.f_namemax = 255
+        info.f_files = fsfilcnt_t(namespace.fileCount + namespace.directoryCount)
+        info.f_ffree = 0
+        info.f_favail = 0
+        info.f_blocks = 0
+        info.f_bfree = 0
+        info.f_bavail = 0
+        request.reply(statfs: info)
+    }
+}
+
+extension timespec {
+    init(date: Date) {
+        let seconds = date.timeIntervalSince1970
+        self.init(tv_sec: Int(seconds.rounded(.down)), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1_000_000_000))
+    }
+}

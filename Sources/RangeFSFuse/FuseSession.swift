@@ -1,0 +1,63 @@
+import CFuse
+import Foundation
+import RangeFSCore
+
+public struct FuseError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// A mounted libfuse session: created and mounted in `init`, served by `run`, torn down after.
+/// Used from the one thread that mounts, runs and unmounts.
+public final class FuseSession {
+    private let session: OpaquePointer
+    private let filesystem: Unmanaged<FuseFilesystem>
+    private var mounted = false
+
+    /// Mounts `filesystem` read-only at `mountpoint`; `options` are extra `-o` mount options.
+    public init(filesystem: FuseFilesystem, mountpoint: String, options: [String], debug: Bool = false) throws {
+        var args = rangefs_args_empty()
+        defer { fuse_opt_free_args(&args) }
+        var argv = ["rangefs", "-o", (["ro", "fsname=rangefs", "subtype=rangefs"] + options).joined(separator: ",")]
+        if debug { argv.append("-d") }
+        for argument in argv {
+            fuse_opt_add_arg(&args, argument)
+        }
+        var operations = makeLowLevelOperations()
+        self.filesystem = Unmanaged.passRetained(filesystem)
+        guard let session = fuse_session_new(&args, &operations, MemoryLayout<fuse_lowlevel_ops>.size,
+                                             self.filesystem.toOpaque()) else {
+            self.filesystem.release()
+            throw FuseError(description: "cannot start the filesystem (bad -o option?)")
+        }
+        self.session = session
+        guard fuse_session_mount(session, mountpoint) == 0 else {
+            fuse_session_destroy(session)
+            self.filesystem.release()
+            throw FuseError(description: "cannot mount at \(mountpoint)")
+        }
+        mounted = true
+    }
+
+    /// Serves requests until unmounted or until SIGINT, SIGTERM or SIGHUP.
+    public func run(maxThreads: UInt32 = 16) -> Int32 {
+        // A process started in the background by a shell starts with SIGINT ignored, and
+        // libfuse leaves ignored signals alone; Ctrl-C must unmount.
+        signal(SIGINT, SIG_DFL)
+        fuse_set_signal_handlers(session)
+        defer { fuse_remove_signal_handlers(session) }
+        let config = fuse_loop_cfg_create()
+        defer { fuse_loop_cfg_destroy(config) }
+        fuse_loop_cfg_set_max_threads(config, maxThreads)
+        return rangefs_session_loop_mt(session, config)
+    }
+
+    /// Unmounts (if the kernel still has the mount) and frees the session.
+    public func close() {
+        if mounted {
+            fuse_session_unmount(session)
+            mounted = false
+        }
+        fuse_session_destroy(session)
+        filesystem.release()
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RangeFSCore
+
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount the files of a manifest at a directory.",
+        discussion: """
+        Returns once the filesystem is mounted; the mount keeps running in the background and \
+        logs to rangefs.log in its cache directory. With -f it stays in front and logs to stderr; \
+        Ctrl-C or SIGTERM unmounts.
+
+        Examples:
+          rangefs mount media.txt /mnt/media
+          rangefs mount --cache-dir /var/cache/media --block-size 1M media.txt /mnt/media
+          rangefs mount -f -o allow_other,default_permissions media.txt /mnt/media
+        """
+    )
+
+    @Argument(help: "The manifest: one URL per line, or PATH<TAB>URL.")
+    var manifest: String
+
+    @Argument(help: "An existing directory to mount on.")
+    var mountpoint: String
+
+    @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
+    var cacheDir: String?
+
+    @Option(help: "Cache block size for newly seen files, e.g. 256K or 1M (4K to 64M).")
+    var blockSize: String = "256K"
+
+    @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
+    var foreground = false
+
+    @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (e.g. allow_other).")
+    var options: [String] = []
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    /// Set by the background launch: the pipe on which the mount reports that it is up.
+    @Option(help: .hidden)
+    var readyFd: Int32?
+
+    func validate() throws {
+        guard let size = ByteSize.parse(blockSize), (4 << 10)...(64 << 20) ~= size else {
+            throw ValidationError("--block-size must be between 4K and 64M, e.g. 256K (got '\(blockSize)')")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    func run() throws {
+        let manifestPath = absolutePath(manifest)
+        let mountPath = absolutePath(mountpoint)
+        let loaded: Manifest
+        do {
+            loaded = try Manifest.load(path: manifestPath)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountPath, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CommandFailure("mountpoint \(mountPath) is not a directory")
+        }
+        let cachePath = absolutePath(cacheDir ?? CacheDirectory.defaultPath(forMountpoint: mountPath))
+        let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
+
+        if !foreground, readyFd == nil {
+            var arguments = ["mount", manifestPath, mountPath, "--cache-dir", cachePath,
+                             "--block-size", blockSize, "--log-level", logLevel, "--ready-fd", "3"]
+            for option in mountOptions { arguments += ["-o", option] }
+            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3)
+            return
+        }
+        let runner = MountRunner(manifest: loaded, mountpoint: mountPath, cachePath: cachePath,
+                                 blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
+                                 logLevel: Logger.Level(rawValue: logLevel)!, readyDescriptor: readyFd)
+        try runner.run()
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import RangeFSCore
+import RangeFSFuse
+
+/// Puts the parts together for one mount, serves it until unmounted, and shuts down in the
+/// order that loses nothing: stop transfers, commit what arrived, then release the kernel mount.
+struct MountRunner {
+    var manifest: Manifest
+    var mountpoint: String
+    var cachePath: String
+    var blockSize: UInt64
+    var fuseOptions: [String]
+    var logLevel: Logger.Level
+    /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
+    var readyDescriptor: Int32?
+
+    func run() throws {
+        if readyDescriptor != nil {
+            // Leave the launching terminal's session so its hang-up does not unmount us.
+            setsid()
+        }
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "rangefs")
+        logger.logLevel = logLevel
+
+        let directory: CacheDirectory
+        let lock: CacheLock
+        let store: MetadataStore
+        do {
+            directory = try CacheDirectory(creatingAt: cachePath)
+            lock = try directory.lock()
+            store = try MetadataStore(path: directory.metadataPath)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let client = CurlClient(logger: logger)
+        let environment = FetchEnvironment(client: client, store: store, directory: directory,
+                                           committer: Committer(), logger: logger)
+        let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, environment: environment)
+        let namespace = Namespace(manifest: manifest)
+        let filesystem = FuseFilesystem(namespace: namespace, catalog: catalog, logger: logger)
+        let session: FuseSession
+        do {
+            session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions)
+        } catch {
+            catalog.shutdown()
+            throw CommandFailure("\(error)")
+        }
+        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath)")
+        if let readyDescriptor {
+            redirectOutput(to: directory.logPath)
+            _ = BackgroundLaunch.readyMessage.withCString { write(readyDescriptor, $0, strlen($0)) }
+            close(readyDescriptor)
+        }
+        _ = session.run()
+        logger.info("unmounting \(mountpoint)")
+        catalog.shutdown()
+        session.close()
+        withExtendedLifetime(lock) {}
+        logger.info("unmounted \(mountpoint)")
+    }
+
+    /// From now on stdout and stderr (and so the log) go to the cache's log file.
+    private func redirectOutput(to path: String) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        dup2(descriptor, 1)
+        dup2(descriptor, 2)
+        close(descriptor)
+    }
+}

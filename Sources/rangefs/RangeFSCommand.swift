@@ -1,0 +1,21 @@
+import ArgumentParser
+import RangeFSCore
+
+@main
+struct RangeFSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rangefs",
+        abstract: "Mount remote files listed in a manifest; fetch only the bytes that are read.",
+        discussion: """
+        Each URL in the manifest becomes a read-only file. A read asks the server for just \
+        the blocks it needs (HTTP Range) and keeps them in a local cache that survives unmounts.
+
+        Examples:
+          rangefs mount media.txt /mnt/media
+          ls -la /mnt/media
+          rangefs unmount /mnt/media
+        """,
+        version: RangeFSVersion.current,
+        subcommands: [MountCommand.self, UnmountCommand.self]
+    )
+}

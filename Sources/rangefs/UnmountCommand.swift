@@ -1,0 +1,50 @@
+import ArgumentParser
+import CSystem
+import Foundation
+import RangeFSCore
+
+struct UnmountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unmount",
+        abstract: "Unmount a RangeFS mount and wait until its cache is written.",
+        discussion: "Example:\n  rangefs unmount /mnt/media"
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    @Option(help: "Seconds to wait for the mount's process to finish writing its cache.")
+    var timeout: Int = 30
+
+    func run() throws {
+        let path = absolutePath(mountpoint)
+        guard MountTable.current().contains(where: { $0.mountpoint == path && $0.type == "fuse.rangefs" }) else {
+            throw ValidationError("\(path) is not a rangefs mount")
+        }
+        let daemon = daemonProcess(of: path)
+        let result = try runTool("/bin/fusermount3", ["-u", path], timeout: .seconds(timeout))
+        guard result.status == 0 else {
+            throw CommandFailure("cannot unmount \(path): \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        if let daemon, !waitForExit(of: daemon, timeout: .seconds(timeout)) {
+            throw CommandFailure("\(path) is unmounted, but its process \(daemon) is still finishing")
+        }
+    }
+
+    /// The mount's process id, which the root directory carries as an extended attribute.
+    private func daemonProcess(of path: String) -> pid_t? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let length = getxattr(path, "user.rangefs.pid", &buffer, buffer.count)
+        guard length > 0 else { return nil }
+        return pid_t(String(decoding: buffer.prefix(length), as: UTF8.self))
+    }
+
+    private func waitForExit(of pid: pid_t, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if kill(pid, 0) != 0, errno == ESRCH { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+}
