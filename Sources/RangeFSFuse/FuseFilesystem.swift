@@ -213,7 +213,8 @@ public final class FuseFilesystem: Sendable {
         info.f_files = fsfilcnt_t(namespace.fileCount + namespace.directoryCount)
         info.f_ffree = 0
         info.f_favail = 0
-        info.f_blocks = 0
+        // Full, read-only: the size is what the known files add up to, none of it free.
+        info.f_blocks = fsblkcnt_t((catalog.knownBytes + 4095) / 4096)
         info.f_bfree = 0
         info.f_bavail = 0
         request.reply(statfs: info)

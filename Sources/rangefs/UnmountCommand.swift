@@ -43,6 +43,9 @@ struct UnmountCommand: ParsableCommand {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if kill(pid, 0) != 0, errno == ESRCH { return true }
+            // An exited daemon may wait a while for init to reap it: a zombie is done.
+            if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+               let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z" { return true }
             usleep(20_000)
         }
         return false

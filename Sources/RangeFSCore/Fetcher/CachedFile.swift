@@ -205,8 +205,7 @@ public final class CachedFile: Sendable {
             case .fetch(let id, let bytes):
                 startFetch(id: id, bytes: bytes)
             case .retry(let id, let bytes, let delay):
-                let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                     startFetch(id: id, bytes: bytes)
                 }
             case .reply(let completion, let result):
@@ -273,7 +272,7 @@ public final class CachedFile: Sendable {
                 if error.isTransient, transfer.attempts < environment.policy.maxAttempts, !remainder.isEmpty {
                     transfer.attempts += 1
                     state.transfers[id] = transfer
-                    let delay = retryDelay(attempt: transfer.attempts)
+                    let delay = environment.policy.retryDelay(attempt: transfer.attempts)
                     environment.logger.warning("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")
                     actions.append(.retry(id: id, bytes: remainder, after: delay))
                 } else {
@@ -293,11 +292,6 @@ public final class CachedFile: Sendable {
             return actions
         }
         perform(actions)
-    }
-
-    private func retryDelay(attempt: Int) -> Duration {
-        let base = environment.policy.retryBaseDelay * (1 << min(attempt - 2, 6))
-        return base * Double.random(in: 0.5...1.5)
     }
 
     private func answerWaiters(in state: inout State, overlapping bytes: Range<UInt64>) -> [Action] {

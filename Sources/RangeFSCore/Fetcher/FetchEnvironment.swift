@@ -13,6 +13,19 @@ public struct FetchPolicy: Sendable {
     public var retryBaseDelay: Duration = .milliseconds(250)
 
     public init() {}
+
+    /// The delay before attempt number `attempt` (2 for the first retry): doubling, with
+    /// jitter so that many failed requests do not come back at the same moment.
+    func retryDelay(attempt: Int) -> Duration {
+        let base = retryBaseDelay * (1 << min(max(attempt - 2, 0), 6))
+        return base * Double.random(in: 0.5...1.5)
+    }
+}
+
+extension Duration {
+    var timeInterval: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }
 
 /// The services every cached file of a mount shares.

@@ -65,6 +65,16 @@ public final class FileCatalog: Sendable {
         }
     }
 
+    /// The total size of the files whose size is known, for `statfs`.
+    public var knownBytes: UInt64 {
+        slots.withLock { slots in
+            slots.values.reduce(0) { total, slot in
+                if case .ready(let file) = slot { return total + file.layout.fileSize }
+                return total
+            }
+        }
+    }
+
     /// Starts size discovery for many entries at once (a directory listing is coming).
     public func discoverSizes(ofEntries indices: some Sequence<Int>) {
         for index in indices {
@@ -72,10 +82,18 @@ public final class FileCatalog: Sendable {
         }
     }
 
-    private func probe(_ entry: ManifestEntry) {
+    private func probe(_ entry: ManifestEntry, attempt: Int = 1) {
         environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
             let key = entry.url.absoluteString
             let outcome: Result<CachedFile, FetchError>
+            if case .failure(let error) = result, error.isTransient, attempt < environment.policy.maxAttempts {
+                let delay = environment.policy.retryDelay(attempt: attempt + 1)
+                environment.logger.debug("size of \(entry.url.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+                    probe(entry, attempt: attempt + 1)
+                }
+                return
+            }
             switch result {
             case .success(let info):
                 let record = CachedFileRecord(

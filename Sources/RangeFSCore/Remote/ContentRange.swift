@@ -49,10 +49,12 @@ extension UInt64 {
 }
 
 extension StringProtocol {
+    /// Trims spaces, tabs, CR and LF. Works on bytes: "\r\n" is one `Character` in Swift.
     func trimmingASCIIWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-        guard let start = firstIndex(where: { !isSpace($0) }),
-              let end = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[start...end])
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        let bytes = Array(utf8)
+        guard let start = bytes.firstIndex(where: { !isSpace($0) }),
+              let end = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(decoding: bytes[start...end], as: UTF8.self)
     }
 }

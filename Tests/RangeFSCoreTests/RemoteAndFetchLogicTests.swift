@@ -1,0 +1,97 @@
+import Testing
+@testable import RangeFSCore
+
+@Suite struct ContentRangeTests {
+    @Test(arguments: [
+        ("bytes 0-0/1", 0..<1, UInt64?(1)),
+        ("bytes 262144-524287/1048576", 262_144..<524_288, 1_048_576),
+        ("BYTES 5-9/*", 5..<10, nil),
+        ("  bytes 0-99/100\r\n", 0..<100, 100),
+    ] as [(String, Range<UInt64>, UInt64?)])
+    func parsesValidHeaders(header: String, range: Range<UInt64>, total: UInt64?) {
+        #expect(ContentRange(headerValue: header) == ContentRange(range: range, total: total))
+    }
+
+    @Test(arguments: [
+        "", "bytes", "bytes 0-0", "bytes 5-4/10", "bytes 0-10/10", "bytes -1-5/10", "bytes 0-5/-1",
+        "items 0-5/10", "bytes 0- 5/10", "bytes 0x1-5/10", "bytes */10", "bytes 0-5/10/20",
+        "bytes 0-99999999999999999999999/100000000000000000000000",
+    ])
+    func rejectsMalformedHeaders(header: String) {
+        #expect(ContentRange(headerValue: header) == nil)
+    }
+
+    @Test func readsTheTotalOfAnUnsatisfiedRange() {
+        #expect(ContentRange.unsatisfiedTotal(headerValue: "bytes */0") == 0)
+        #expect(ContentRange.unsatisfiedTotal(headerValue: "bytes */1234") == 1234)
+        #expect(ContentRange.unsatisfiedTotal(headerValue: "bytes 0-1/2") == nil)
+    }
+}
+
+@Suite struct RemoteValidatorTests {
+    @Test func strongETagIsSentAsIfRange() {
+        #expect(RemoteValidator(etag: "\"abc\"", lastModified: "Sun, 22 Nov 2026 01:00:00 GMT").ifRangeValue == "\"abc\"")
+    }
+
+    @Test func weakETagFallsBackToTheDate() {
+        let validator = RemoteValidator(etag: "W/\"abc\"", lastModified: "Sun, 22 Nov 2026 01:00:00 GMT")
+        #expect(validator.ifRangeValue == "Sun, 22 Nov 2026 01:00:00 GMT")
+        #expect(RemoteValidator(etag: "W/\"abc\"", lastModified: nil).ifRangeValue == nil)
+    }
+
+    @Test func transientErrorsAreRetriedOthersAreNot() {
+        #expect(RemoteError.status(503).isTransient)
+        #expect(RemoteError.status(429).isTransient)
+        #expect(RemoteError.transport("reset").isTransient)
+        #expect(!RemoteError.status(404).isTransient)
+        #expect(!RemoteError.changed("ETag").isTransient)
+        #expect(!RemoteError.rangesNotSupported.isTransient)
+    }
+}
+
+@Suite struct ByteSizeTests {
+    @Test(arguments: [
+        ("262144", UInt64?(262_144)), ("256K", 262_144), ("256k", 262_144), ("256KiB", 262_144),
+        ("1M", 1_048_576), ("2G", 2_147_483_648), ("4096B", 4096), (" 8K ", 8192),
+        ("", nil), ("K", nil), ("-1", nil), ("1.5M", nil), ("12Q", nil), ("99999999999999999999G", nil),
+    ] as [(String, UInt64?)])
+    func parses(text: String, expected: UInt64?) {
+        #expect(ByteSize.parse(text) == expected)
+    }
+}
+
+@Suite struct ReadAheadWindowTests {
+    @Test func growsWhileTheReaderStaysSequential() {
+        var window = ReadAheadWindow(initial: 512 << 10, maximum: 4 << 20)
+        var sizes: [UInt64] = []
+        for index in 0..<6 {
+            let start = UInt64(index) * (128 << 10)
+            sizes.append(window.advise(read: start..<(start + (128 << 10))))
+        }
+        let kib: UInt64 = 1024
+        let expected: [UInt64] = [512 * kib, 1024 * kib, 2048 * kib, 4096 * kib, 4096 * kib, 4096 * kib]
+        #expect(sizes == expected)
+    }
+
+    @Test func slightlyOutOfOrderReadsKeepTheWindow() {
+        var window = ReadAheadWindow(initial: 512 << 10, maximum: 4 << 20)
+        _ = window.advise(read: 0..<(128 << 10))
+        _ = window.advise(read: (256 << 10)..<(384 << 10))
+        // The kernel's read of the gap arrives late, from another FUSE thread.
+        #expect(window.advise(read: (128 << 10)..<(256 << 10)) == 2 << 20)
+    }
+
+    @Test func aSeekStartsANewWindowAtTheNewPlace() {
+        var window = ReadAheadWindow(initial: 512 << 10, maximum: 4 << 20)
+        _ = window.advise(read: 0..<(128 << 10))
+        _ = window.advise(read: (128 << 10)..<(256 << 10))
+        let far: UInt64 = 100 << 20
+        #expect(window.advise(read: far..<(far + 4096)) == 0)
+        #expect(window.advise(read: (far + 4096)..<(far + 8192)) == 512 << 10)
+    }
+
+    @Test func aFirstReadInTheMiddleGetsNoReadAhead() {
+        var window = ReadAheadWindow()
+        #expect(window.advise(read: (400 << 20)..<((400 << 20) + 4096)) == 0)
+    }
+}
