@@ -8,15 +8,20 @@ import RangeFSCore
 public final class FuseFilesystem: Sendable {
     let namespace: Namespace
     let catalog: FileCatalog
+    let mount: RunningMount
+    /// Where `rangefs status`, `pause` and `resume` reach this mount.
+    let controlSocketPath: String?
     let logger: Logger
     /// Names and sizes do not change under a mount, so the kernel may keep them a while.
     let attributeTimeout: Double = 300
     private let mountTime = Date()
     private let owner = (uid: getuid(), gid: getgid())
 
-    public init(namespace: Namespace, catalog: FileCatalog, logger: Logger) {
+    public init(namespace: Namespace, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?, logger: Logger) {
         self.namespace = namespace
         self.catalog = catalog
+        self.mount = mount
+        self.controlSocketPath = controlSocketPath
         self.logger = logger
     }
 
@@ -127,14 +132,13 @@ public final class FuseFilesystem: Sendable {
         guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
         guard case .file(let index) = node.kind else { return request.reply(error: EISDIR) }
         guard info.flags & O_ACCMODE == O_RDONLY else { return request.reply(error: EROFS) }
-        catalog.file(forEntry: index) { result in
+        catalog.open(entry: index) { result in
             switch result {
-            case .success(let file):
+            case .success(let handle):
                 var info = info
-                let handle = OpenFile(file: file)
                 info.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
                 // A complete file never changes again: the kernel may keep its pages.
-                rangefs_file_info_set_keep_cache(&info, file.isComplete ? 1 : 0)
+                rangefs_file_info_set_keep_cache(&info, handle.file.isComplete ? 1 : 0)
                 request.reply(open: info)
             case .failure(let error):
                 request.reply(error: error.errno)
@@ -182,23 +186,23 @@ public final class FuseFilesystem: Sendable {
     private func extendedAttributes(of node: NamespaceNode) -> [String: String] {
         switch node.kind {
         case .directory:
-            // The root tells `rangefs unmount` which process to wait for.
-            return node.inode == Namespace.rootInode ? ["user.rangefs.pid": String(getpid())] : [:]
+            guard node.inode == Namespace.rootInode else { return [:] }
+            // The root tells the CLI which process to wait for and where to send commands.
+            var attributes = ["user.rangefs.pid": String(getpid())]
+            attributes["user.rangefs.control"] = controlSocketPath
+            return attributes
         case .file(let index):
-            let entry = catalog.manifest.entries[index]
-            var attributes = ["user.rangefs.url": entry.url.redactedForDisplay]
-            guard let file = catalog.knownFile(forEntry: index) else {
-                attributes["user.rangefs.state"] = CacheState.remote.rawValue
-                return attributes
+            let status = mount.fileStatus(ofEntry: index)
+            var attributes = [
+                "user.rangefs.url": status.url,
+                "user.rangefs.state": status.state.rawValue,
+                "user.rangefs.cached": String(status.cachedBytes),
+            ]
+            if let size = status.size {
+                let percent = size == 0 ? 100 : Double(status.cachedBytes) * 100 / Double(size)
+                attributes["user.rangefs.progress"] = String(format: "%.1f", percent)
             }
-            let snapshot = file.snapshot
-            let state: CacheState = snapshot.complete ? .complete
-                : snapshot.lastFailure != nil && snapshot.activeTransfers == 0 ? .failed
-                : snapshot.cachedBytes > 0 ? .partial : .remote
-            attributes["user.rangefs.state"] = state.rawValue
-            attributes["user.rangefs.cached"] = String(snapshot.cachedBytes)
-            let percent = snapshot.size == 0 ? 100 : Double(snapshot.cachedBytes) * 100 / Double(snapshot.size)
-            attributes["user.rangefs.progress"] = String(format: "%.1f", percent)
+            attributes["user.rangefs.error"] = status.failure
             return attributes
         }
     }

@@ -31,6 +31,18 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Cache block size for newly seen files, e.g. 256K or 1M (4K to 64M).")
     var blockSize: String = "256K"
 
+    @Option(help: "Which files to complete in the background: all, opened or none.")
+    var prefetch: String = "all"
+
+    @Option(help: "Background transfers at once.")
+    var maxDownloads: Int = 3
+
+    @Option(help: "Cap on background download speed in bytes per second, e.g. 2M (foreground reads are never capped).")
+    var maxRate: String?
+
+    @Option(help: "A file of extra CA certificates (PEM) to trust for https, besides the system's.")
+    var caFile: String?
+
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
@@ -47,6 +59,18 @@ struct MountCommand: ParsableCommand {
     func validate() throws {
         guard let size = ByteSize.parse(blockSize), (4 << 10)...(64 << 20) ~= size else {
             throw ValidationError("--block-size must be between 4K and 64M, e.g. 256K (got '\(blockSize)')")
+        }
+        guard PrefetchPolicy(rawValue: prefetch) != nil else {
+            throw ValidationError("--prefetch must be all, opened or none (got '\(prefetch)')")
+        }
+        guard (1...64).contains(maxDownloads) else {
+            throw ValidationError("--max-downloads must be between 1 and 64")
+        }
+        if let maxRate, ByteSize.parse(maxRate).map({ $0 > 0 }) != true {
+            throw ValidationError("--max-rate must be a positive number of bytes per second, e.g. 500K or 2M (got '\(maxRate)')")
+        }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file \(caFile) cannot be read")
         }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -71,13 +95,21 @@ struct MountCommand: ParsableCommand {
 
         if !foreground, readyFd == nil {
             var arguments = ["mount", manifestPath, mountPath, "--cache-dir", cachePath,
-                             "--block-size", blockSize, "--log-level", logLevel, "--ready-fd", "3"]
+                             "--block-size", blockSize, "--prefetch", prefetch, "--max-downloads", String(maxDownloads),
+                             "--log-level", logLevel, "--ready-fd", "3"]
+            if let maxRate { arguments += ["--max-rate", maxRate] }
+            if let caFile { arguments += ["--ca-file", absolutePath(caFile)] }
             for option in mountOptions { arguments += ["-o", option] }
             try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3)
             return
         }
+        var prefetchConfiguration = Prefetcher.Configuration()
+        prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
+        prefetchConfiguration.maxDownloads = maxDownloads
         let runner = MountRunner(manifest: loaded, mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
+                                 prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
+                                 caFile: caFile.map(absolutePath),
                                  logLevel: Logger.Level(rawValue: logLevel)!, readyDescriptor: readyFd)
         try runner.run()
     }

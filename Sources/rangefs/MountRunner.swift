@@ -11,6 +11,10 @@ struct MountRunner {
     var cachePath: String
     var blockSize: UInt64
     var fuseOptions: [String]
+    var prefetch: Prefetcher.Configuration
+    /// Cap on the background transfers' combined speed, bytes per second.
+    var maxRate: UInt64?
+    var caFile: String?
     var logLevel: Logger.Level
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
@@ -20,6 +24,8 @@ struct MountRunner {
             // Leave the launching terminal's session so its hang-up does not unmount us.
             setsid()
         }
+        // Everything the mount creates (database, journal, data, log, socket) is its owner's alone.
+        umask(0o077)
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "rangefs")
         logger.logLevel = logLevel
@@ -34,12 +40,19 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let client = CurlClient(logger: logger)
+        var clientConfiguration = CurlClient.Configuration()
+        clientConfiguration.caFile = caFile
+        let client = CurlClient(configuration: clientConfiguration, logger: logger)
+        var policy = FetchPolicy()
+        policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
-                                           committer: Committer(), logger: logger)
+                                           committer: Committer(), policy: policy, logger: logger)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, environment: environment)
+        let prefetcher = Prefetcher(catalog: catalog, store: store, configuration: prefetch, logger: logger)
+        let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher)
         let namespace = Namespace(manifest: manifest)
-        let filesystem = FuseFilesystem(namespace: namespace, catalog: catalog, logger: logger)
+        let filesystem = FuseFilesystem(namespace: namespace, catalog: catalog, mount: mount,
+                                        controlSocketPath: directory.controlSocketPath, logger: logger)
         let session: FuseSession
         do {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions)
@@ -47,14 +60,16 @@ struct MountRunner {
             catalog.shutdown()
             throw CommandFailure("\(error)")
         }
-        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath)")
         if let readyDescriptor {
             redirectOutput(to: directory.logPath)
             _ = BackgroundLaunch.readyMessage.withCString { write(readyDescriptor, $0, strlen($0)) }
             close(readyDescriptor)
         }
+        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath), prefetch \(prefetch.policy.rawValue)")
+        prefetcher.start()
         _ = session.run()
         logger.info("unmounting \(mountpoint)")
+        prefetcher.stop()
         catalog.shutdown()
         session.close()
         withExtendedLifetime(lock) {}

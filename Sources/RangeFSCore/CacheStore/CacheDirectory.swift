@@ -8,6 +8,7 @@ public struct CacheDirectory: Sendable {
     public var metadataPath: String { path + "/metadata.sqlite" }
     public var dataDirectory: String { path + "/data" }
     public var logPath: String { path + "/rangefs.log" }
+    public var controlSocketPath: String { path + "/control.sock" }
     var lockPath: String { path + "/lock" }
 
     /// Creates the directory (mode 0700) and its `data/` folder when missing.
@@ -59,6 +60,10 @@ public struct CacheDirectory: Sendable {
         var info = stat()
         guard stat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw CacheError("cache path \(directory) exists and is not a directory")
+        }
+        // Cached data is private to its owner, also in a directory someone else created.
+        if info.st_uid == getuid(), info.st_mode & 0o077 != 0 {
+            chmod(directory, 0o700)
         }
     }
 }

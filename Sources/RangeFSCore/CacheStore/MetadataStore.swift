@@ -76,7 +76,27 @@ public final class MetadataStore: Sendable {
                 table.column("lastAccess", .double).notNull()
             }
         }
+        migrator.registerMigration("v2-settings") { db in
+            try db.create(table: "setting") { table in
+                table.column("key", .text).primaryKey()
+                table.column("value", .text).notNull()
+            }
+        }
         return migrator
+    }
+
+    /// A mount-wide setting that survives remounts (e.g. whether prefetching is paused).
+    public func setting(_ key: String) throws -> String? {
+        try database.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
+        }
+    }
+
+    public func setSetting(_ key: String, to value: String) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO setting(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, value])
+        }
     }
 
     /// Every record, read once at mount time.
@@ -94,6 +114,15 @@ public final class MetadataStore: Sendable {
         try database.write { db in
             try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, failure = NULL WHERE url = ?",
                            arguments: [Data(bitmap), state.rawValue, url])
+        }
+    }
+
+    /// Forgets a file; returns the name of its data file, if it had one.
+    public func remove(url: String) throws -> String? {
+        try database.write { db in
+            let name = try String.fetchOne(db, sql: "SELECT dataName FROM cached_file WHERE url = ?", arguments: [url])
+            try db.execute(sql: "DELETE FROM cached_file WHERE url = ?", arguments: [url])
+            return name
         }
     }
 

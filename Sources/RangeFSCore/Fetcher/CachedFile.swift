@@ -21,6 +21,7 @@ public final class CachedFile: Sendable {
     private let validator: RemoteValidator
     private let dataName: String
     private let environment: FetchEnvironment
+    private let events: CachedFileEvents
     private let state: Mutex<State>
 
     private struct State {
@@ -38,34 +39,52 @@ public final class CachedFile: Sendable {
         var dataFile: DataFile?
         var openHandles = 0
         var lastFailure: String?
+        /// The server ignores ranges: one stream from the start fills the file.
+        var streamOnly: Bool
+        var rate = RateMeter()
+        /// Set when the remote file changed: this version can never be completed or read again.
+        var invalidated: String?
+        var nextWaiterID = 0
     }
 
     /// A range request in flight; `written` bytes from its start are in the data file.
     private struct Transfer {
         var bytes: Range<UInt64>
         var blocks: Range<Int>
+        var priority: TransferPriority = .foreground
+        /// A plain GET of the whole file, for servers that ignore ranges.
+        var wholeBody = false
+        /// Told when the transfer ends (the prefetcher, for its own transfers).
+        var onFinish: (@Sendable (Bool) -> Void)?
         var written: UInt64 = 0
         var attempts = 1
         var frontier: UInt64 { bytes.lowerBound + written }
     }
 
     private struct Waiter {
+        var id: Int
         var bytes: Range<UInt64>
         var completion: ReadCompletion
     }
 
     /// Work decided under the lock and done after it is released.
     private enum Action {
-        case fetch(id: Int, bytes: Range<UInt64>)
-        case retry(id: Int, bytes: Range<UInt64>, after: Duration)
+        case fetch(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool = false)
+        case retry(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool, after: Duration)
+        case notify(@Sendable (Bool) -> Void, Bool)
+        case expire(waiter: Int, after: Duration)
+        case invalidated
+        case rangesIgnored
         case reply(ReadCompletion, Result<ReadyBytes, FetchError>)
         case commit
     }
 
-    init(record: CachedFileRecord, url: URL, headers: [String: String], environment: FetchEnvironment) {
+    init(record: CachedFileRecord, url: URL, headers: [String: String], environment: FetchEnvironment,
+         serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
         self.headers = headers
         self.environment = environment
+        self.events = events
         validator = record.validator
         dataName = record.dataName
         layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
@@ -73,19 +92,26 @@ public final class CachedFile: Sendable {
         let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
         let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
         state = Mutex(State(available: bitmap, durable: bitmap,
-                            complete: record.state == .complete && bitmap.isComplete))
+                            complete: record.state == .complete && bitmap.isComplete,
+                            streamOnly: serverIgnoresRanges))
     }
 
     // MARK: Looking
 
     public var snapshot: CachedFileSnapshot {
-        state.withLock { state in
-            let present = UInt64(state.available.presentCount) * layout.blockSize
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            var present = UInt64(state.available.presentCount) * layout.blockSize
+            if let last = (0..<layout.blockCount).last, state.available.contains(last) {
+                // The last block is usually shorter than a whole one.
+                present -= layout.blockSize - UInt64(layout.byteRange(ofBlock: last).count)
+            }
             return CachedFileSnapshot(size: layout.fileSize,
-                                      cachedBytes: min(present, layout.fileSize),
+                                      cachedBytes: present,
                                       complete: state.complete,
                                       activeTransfers: state.transfers.count,
-                                      lastFailure: state.lastFailure)
+                                      lastFailure: state.lastFailure,
+                                      bytesPerSecond: state.rate.bytesPerSecond(at: now))
         }
     }
 
@@ -120,6 +146,9 @@ public final class CachedFile: Sendable {
     public func read(_ requested: Range<UInt64>, readAhead: UInt64, completion: @escaping ReadCompletion) {
         let bytes = requested.clamped(to: 0..<layout.fileSize)
         let actions = state.withLock { state -> [Action] in
+            if let reason = state.invalidated {
+                return [.reply(completion, .failure(FetchError("\(url.redactedForDisplay): \(reason); open the file again")))]
+            }
             let file: DataFile
             do {
                 file = try openDataFile(&state)
@@ -134,7 +163,10 @@ public final class CachedFile: Sendable {
             if isAvailable(bytes, in: state) {
                 actions.append(.reply(completion, .success(ReadyBytes(file: file, range: bytes))))
             } else {
-                state.waiters.append(Waiter(bytes: bytes, completion: completion))
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
+                actions.append(.expire(waiter: id, after: environment.policy.readDeadline))
             }
             return actions
         }
@@ -161,6 +193,9 @@ public final class CachedFile: Sendable {
     /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
     /// one request per run of adjacent blocks (split at `maxRequestBytes`).
     private func planTransfers(covering bytes: Range<UInt64>, in state: inout State) -> [Action] {
+        if state.streamOnly {
+            return planStream(in: &state)
+        }
         let maxBlocks = max(1, Int(environment.policy.maxRequestBytes / layout.blockSize))
         var actions: [Action] = []
         var runStart: Int?
@@ -176,10 +211,21 @@ public final class CachedFile: Sendable {
                 state.nextTransferID += 1
                 let transfer = Transfer(bytes: layout.byteRange(ofBlocks: run), blocks: run)
                 state.transfers[id] = transfer
-                actions.append(.fetch(id: id, bytes: transfer.bytes))
+                actions.append(.fetch(id: id, bytes: transfer.bytes, priority: .foreground))
             }
         }
         return actions
+    }
+
+    /// For a server that ignores ranges: one GET of the whole file, unless one is running.
+    /// Readers are answered as the stream passes their bytes.
+    private func planStream(in state: inout State) -> [Action] {
+        guard !state.transfers.values.contains(where: \.wholeBody), layout.fileSize > 0 else { return [] }
+        let id = state.nextTransferID
+        state.nextTransferID += 1
+        let all = 0..<layout.blockCount
+        state.transfers[id] = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
+        return [.fetch(id: id, bytes: layout.byteRange(ofBlocks: all), priority: .foreground, wholeBody: true)]
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
@@ -197,17 +243,68 @@ public final class CachedFile: Sendable {
         return end
     }
 
+    // MARK: Background completion
+
+    /// Starts a background transfer of the next missing blocks nobody is fetching yet (at
+    /// most `maxBytes`), and tells `onFinish` when it ends. Returns false when there is nothing
+    /// left to start: the file is complete, or every missing block is already on its way.
+    public func fetchNextMissing(maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
+        let actions = state.withLock { state -> [Action]? in
+            guard !state.complete, layout.blockCount > 0, state.invalidated == nil else { return nil }
+            if state.streamOnly {
+                let actions = planStream(in: &state)
+                return actions.isEmpty ? nil : actions
+            }
+            var start = 0
+            while let run = state.available.nextMissingRun(from: start) {
+                guard let free = run.first(where: { !isRequested($0, in: state) }) else {
+                    start = run.upperBound
+                    continue
+                }
+                do {
+                    _ = try openDataFile(&state)
+                } catch {
+                    environment.logger.error("\(error)")
+                    return nil
+                }
+                let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
+                var end = free
+                while end < run.upperBound, end - free < maxBlocks, !isRequested(end, in: state) { end += 1 }
+                let id = state.nextTransferID
+                state.nextTransferID += 1
+                let blocks = free..<end
+                state.transfers[id] = Transfer(bytes: layout.byteRange(ofBlocks: blocks), blocks: blocks,
+                                               priority: .background, onFinish: onFinish)
+                return [.fetch(id: id, bytes: layout.byteRange(ofBlocks: blocks), priority: .background)]
+            }
+            return nil
+        }
+        guard let actions else { return false }
+        perform(actions)
+        return true
+    }
+
     // MARK: Transfers
 
     private func perform(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes):
-                startFetch(id: id, bytes: bytes)
-            case .retry(let id, let bytes, let delay):
+            case .fetch(let id, let bytes, let priority, let wholeBody):
+                startFetch(id: id, bytes: bytes, priority: priority, wholeBody: wholeBody)
+            case .retry(let id, let bytes, let priority, let wholeBody, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    startFetch(id: id, bytes: bytes)
+                    startFetch(id: id, bytes: bytes, priority: priority, wholeBody: wholeBody)
                 }
+            case .expire(let waiter, let delay):
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+                    expire(waiter: waiter)
+                }
+            case .invalidated:
+                events.invalidated(self)
+            case .rangesIgnored:
+                events.rangesIgnored(self)
+            case .notify(let observer, let succeeded):
+                observer(succeeded)
             case .reply(let completion, let result):
                 completion(result)
             case .commit:
@@ -216,9 +313,11 @@ public final class CachedFile: Sendable {
         }
     }
 
-    private func startFetch(id: Int, bytes: Range<UInt64>) {
+    private func startFetch(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool) {
         let request = RangeRequest(url: url, headers: headers, range: bytes,
-                                   expectedSize: layout.fileSize, validator: validator)
+                                   expectedSize: layout.fileSize, validator: validator, priority: priority,
+                                   maxBytesPerSecond: priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
+                                   wholeBody: wholeBody)
         environment.client.fetch(request, sink: { [self] data, offset in
             receive(transfer: id, data, at: offset)
         }, completion: { [self] result in
@@ -239,6 +338,7 @@ public final class CachedFile: Sendable {
         let actions = state.withLock { state -> [Action]? in
             guard var transfer = state.transfers[id], transfer.frontier == offset else { return nil }
             transfer.written += UInt64(data.count)
+            state.rate.record(data.count, at: .now)
             state.transfers[id] = transfer
             var block = layout.blocks(covering: offset..<(offset + 1)).lowerBound
             while block < transfer.blocks.upperBound, layout.byteRange(ofBlock: block).upperBound <= transfer.frontier {
@@ -264,27 +364,32 @@ public final class CachedFile: Sendable {
         let actions = state.withLock { state -> [Action] in
             guard var transfer = state.transfers[id] else { return [] }
             var actions: [Action] = []
+            var ended = true
             switch result {
             case .success:
                 state.transfers[id] = nil
+                state.lastFailure = nil
             case .failure(let error):
                 let remainder = transfer.frontier..<transfer.bytes.upperBound
-                if error.isTransient, transfer.attempts < environment.policy.maxAttempts, !remainder.isEmpty {
+                if let delay = retryDelay(after: error, attempts: transfer.attempts), !remainder.isEmpty {
                     transfer.attempts += 1
+                    // A stream without ranges can only start over; its bytes so far are kept.
+                    if transfer.wholeBody { transfer.written = 0 }
                     state.transfers[id] = transfer
-                    let delay = environment.policy.retryDelay(attempt: transfer.attempts)
-                    environment.logger.warning("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")
-                    actions.append(.retry(id: id, bytes: remainder, after: delay))
+                    let retried = transfer.wholeBody ? transfer.bytes : remainder
+                    environment.logger.warning("GET \(url.redactedForDisplay) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")
+                    actions.append(.retry(id: id, bytes: retried, priority: transfer.priority,
+                                          wholeBody: transfer.wholeBody, after: delay))
+                    ended = false
                 } else {
                     state.transfers[id] = nil
-                    if error != .cancelled {
-                        environment.logger.error("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound - 1) failed: \(error)")
-                    }
-                    state.lastFailure = error.description
-                    actions += failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): \(error)"))
+                    actions += handleFinalFailure(error, of: remainder, in: &state)
                 }
             }
             actions += answerWaiters(in: &state, overlapping: transfer.bytes)
+            if ended, let observer = transfer.onFinish {
+                actions.append(.notify(observer, result.isSuccess))
+            }
             if state.uncommittedBytes > 0, !state.commitScheduled, state.transfers.isEmpty || state.uncommittedBytes >= environment.policy.commitIntervalBytes {
                 state.commitScheduled = true
                 actions.append(.commit)
@@ -292,6 +397,51 @@ public final class CachedFile: Sendable {
             return actions
         }
         perform(actions)
+    }
+
+    /// How long to wait before trying again, or nil when the error is final or the attempts are spent.
+    /// A `Retry-After` longer than the backoff is honoured, up to `maxRetryAfter`.
+    private func retryDelay(after error: RemoteError, attempts: Int) -> Duration? {
+        let policy = environment.policy
+        guard error.isTransient, attempts < policy.maxAttempts else { return nil }
+        let backoff = policy.retryDelay(attempt: attempts + 1)
+        guard let asked = error.retryAfter else { return backoff }
+        return asked <= policy.maxRetryAfter ? max(backoff, asked) : nil
+    }
+
+    private func handleFinalFailure(_ error: RemoteError, of remainder: Range<UInt64>, in state: inout State) -> [Action] {
+        switch error {
+        case .cancelled:
+            return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): unmounting"))
+        case .rangesNotSupported where !state.streamOnly:
+            // Nothing was written from that reply. From now on one stream fills the file.
+            environment.logger.warning("\(url.redactedForDisplay): the server ignores ranges; reading the file as one stream")
+            state.streamOnly = true
+            return planStream(in: &state) + [.rangesIgnored]
+        case .changed(let why):
+            environment.logger.error("\(url.redactedForDisplay) changed on the server (\(why)); its cached data is discarded and it starts over")
+            state.invalidated = "remote file changed (\(why))"
+            state.lastFailure = state.invalidated
+            let failure = FetchError("\(url.redactedForDisplay): remote file changed; open the file again")
+            var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+            actions.append(.invalidated)
+            return actions
+        default:
+            environment.logger.error("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound &- 1) failed: \(error)")
+            state.lastFailure = error.description
+            return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): \(error)"))
+        }
+    }
+
+    /// A read that waited past the deadline fails rather than hang.
+    private func expire(waiter id: Int) {
+        let completion = state.withLock { state -> ReadCompletion? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index).completion
+        }
+        guard let completion else { return }
+        environment.logger.error("read of \(url.redactedForDisplay) timed out after \(environment.policy.readDeadline)")
+        completion(.failure(FetchError("\(url.redactedForDisplay): timed out")))
     }
 
     private func answerWaiters(in state: inout State, overlapping bytes: Range<UInt64>) -> [Action] {
@@ -309,11 +459,12 @@ public final class CachedFile: Sendable {
         return actions
     }
 
-    private func failWaiters(in state: inout State, overlapping bytes: Range<UInt64>, error: FetchError) -> [Action] {
+    private func failWaiters(in state: inout State, overlapping bytes: Range<UInt64>, error: FetchError,
+                             evenIfAvailable: Bool = false) -> [Action] {
         var actions: [Action] = []
         var waiting: [Waiter] = []
         for waiter in state.waiters {
-            if waiter.bytes.overlaps(bytes), !isAvailable(waiter.bytes, in: state) {
+            if waiter.bytes.overlaps(bytes), evenIfAvailable || !isAvailable(waiter.bytes, in: state) {
                 actions.append(.reply(waiter.completion, .failure(error)))
             } else {
                 waiting.append(waiter)
@@ -327,12 +478,12 @@ public final class CachedFile: Sendable {
 
     /// Syncs the data, then commits its blocks; promotes the file once every block is durable.
     private func commit() {
-        let (snapshot, durable, file) = state.withLock { state in
+        let (snapshot, durable, file, invalidated) = state.withLock { state in
             state.commitScheduled = false
             state.uncommittedBytes = 0
-            return (state.available, state.durable, state.dataFile)
+            return (state.available, state.durable, state.dataFile, state.invalidated != nil)
         }
-        guard let file, snapshot != durable else { return }
+        guard let file, snapshot != durable, !invalidated else { return }
         do {
             try file.synchronize()
             let complete = snapshot.isComplete
@@ -348,7 +499,14 @@ public final class CachedFile: Sendable {
                 environment.logger.info("complete: \(url.redactedForDisplay) (\(layout.fileSize) bytes)")
             }
         } catch {
+            // The data may not be on disk (a full disk shows up here, at writeback): trust only
+            // what is durable, so those blocks are fetched again rather than served from a hole.
             environment.logger.error("cannot commit cached blocks of \(url.redactedForDisplay): \(error)")
+            state.withLock { state in
+                state.available = state.durable
+                state.lastFailure = "\(error)"
+                closeIfIdle(&state)
+            }
         }
     }
 
@@ -398,6 +556,14 @@ public final class CachedFile: Sendable {
     }
 }
 
+/// What a cached file tells its catalog.
+struct CachedFileEvents: Sendable {
+    /// The remote file changed: the catalog forgets this version.
+    var invalidated: @Sendable (CachedFile) -> Void
+    /// Its server ignores ranges: the catalog remembers that for the host.
+    var rangesIgnored: @Sendable (CachedFile) -> Void
+}
+
 /// A point-in-time view of a cached file, for status and extended attributes.
 public struct CachedFileSnapshot: Sendable {
     public var size: UInt64
@@ -405,4 +571,11 @@ public struct CachedFileSnapshot: Sendable {
     public var complete: Bool
     public var activeTransfers: Int
     public var lastFailure: String?
+    public var bytesPerSecond: UInt64
+
+    public var state: CacheState {
+        if complete { return .complete }
+        if lastFailure != nil, activeTransfers == 0 { return .failed }
+        return cachedBytes > 0 ? .partial : .remote
+    }
 }

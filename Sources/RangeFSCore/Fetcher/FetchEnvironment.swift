@@ -11,6 +11,12 @@ public struct FetchPolicy: Sendable {
     public var maxAttempts = 4
     /// First retry delay; each further retry doubles it, with jitter.
     public var retryBaseDelay: Duration = .milliseconds(250)
+    /// A server's `Retry-After` is honoured up to this long; a longer one ends the attempts.
+    public var maxRetryAfter: Duration = .seconds(30)
+    /// A read still waiting after this long fails with EIO instead of hanging.
+    public var readDeadline: Duration = .seconds(120)
+    /// Speed cap of each background transfer (`--max-rate` shared by the background slots).
+    public var backgroundBytesPerSecond: UInt64?
 
     public init() {}
 

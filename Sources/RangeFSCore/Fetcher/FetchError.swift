@@ -10,3 +10,10 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 }
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
+    }
+}

@@ -12,6 +12,18 @@ public final class FileCatalog: Sendable {
     /// What the database knew when the mount started.
     private let storedRecords: [String: CachedFileRecord]
     private let slots = Mutex<[String: Slot]>([:])
+    private let usage = Mutex(FileUsage())
+    /// Why the last size probe of a URL failed, until one succeeds.
+    private let probeFailures = Mutex<[String: String]>([:])
+    private let rangeIgnoringServers: Mutex<Set<String>>
+    private let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Which files readers use, so background work can serve them first.
+    private struct FileUsage {
+        var openHandles: [String: Int] = [:]
+        /// Every file opened during this mount, in the order first opened.
+        var everOpened: [String] = []
+    }
 
     private enum Slot {
         case probing([@Sendable (Result<CachedFile, FetchError>) -> Void])
@@ -24,6 +36,8 @@ public final class FileCatalog: Sendable {
         self.blockSize = blockSize
         self.environment = environment
         storedRecords = try environment.store.allRecords()
+        let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
+        rangeIgnoringServers = Mutex(Set(ignoring.split(separator: "\n").map(String.init)))
     }
 
     /// The file for a manifest entry, once its size is known (at once when it already is).
@@ -41,7 +55,7 @@ public final class FileCatalog: Sendable {
                 return .wait
             case nil:
                 if let record = storedRecords[key] {
-                    let file = CachedFile(record: record, url: entry.url, headers: entry.headers, environment: environment)
+                    let file = makeFile(record: record, entry: entry)
                     slots[key] = .ready(file)
                     return .ready(file)
                 }
@@ -54,6 +68,47 @@ public final class FileCatalog: Sendable {
         case .wait: break
         case .probe: probe(entry)
         }
+    }
+
+    /// Opens a handle on an entry's file (finding its size first if need be).
+    public func open(entry index: Int, completion: @escaping @Sendable (Result<OpenFile, FetchError>) -> Void) {
+        file(forEntry: index) { [self] result in
+            completion(result.map { file in
+                let key = file.url.absoluteString
+                usage.withLock { usage in
+                    if usage.openHandles[key] == nil, !usage.everOpened.contains(key) {
+                        usage.everOpened.append(key)
+                    }
+                    usage.openHandles[key, default: 0] += 1
+                }
+                let handle = OpenFile(file: file) { [self] in
+                    usage.withLock { usage in
+                        usage.openHandles[key, default: 1] -= 1
+                        if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
+                    }
+                }
+                activityHandler.withLock { $0 }?()
+                return handle
+            })
+        }
+    }
+
+    /// Files with an open handle now, then files opened earlier in this mount, each in the order first opened.
+    public func filesInUse() -> [CachedFile] {
+        let (open, earlier) = usage.withLock { usage in
+            (usage.everOpened.filter { usage.openHandles[$0] != nil }, usage.everOpened.filter { usage.openHandles[$0] == nil })
+        }
+        return slots.withLock { slots in
+            (open + earlier).compactMap { key in
+                if case .ready(let file) = slots[key] { return file }
+                return nil
+            }
+        }
+    }
+
+    /// Called (on whatever thread) whenever a reader opens a file: a hint for background work.
+    public func onFileOpened(_ handler: @escaping @Sendable () -> Void) {
+        activityHandler.withLock { $0 = handler }
     }
 
     /// The file for an entry if its size is already known, without waiting.
@@ -73,6 +128,12 @@ public final class FileCatalog: Sendable {
                 return total
             }
         }
+    }
+
+    /// Why finding the entry's size failed last time, if it did.
+    public func probeFailure(forEntry index: Int) -> String? {
+        let key = manifest.entries[index].url.absoluteString
+        return probeFailures.withLock { $0[key] }
     }
 
     /// Starts size discovery for many entries at once (a directory listing is coming).
@@ -109,9 +170,17 @@ public final class FileCatalog: Sendable {
                 environment.committer.schedule {
                     do { try store.save(record) } catch { logger.error("\(error)") }
                 }
-                outcome = .success(CachedFile(record: record, url: entry.url, headers: entry.headers, environment: environment))
+                probeFailures.withLock { $0[key] = nil }
+                outcome = .success(makeFile(record: record, entry: entry))
             case .failure(let error):
-                environment.logger.error("size of \(entry.url.redactedForDisplay) unknown: \(error)")
+                let repeated = probeFailures.withLock { failures in
+                    defer { failures[key] = error.description }
+                    return failures[key] == error.description
+                }
+                // Said once per failure, not once per look-up that runs into it.
+                if !repeated {
+                    environment.logger.error("size of \(entry.url.redactedForDisplay) unknown: \(error)")
+                }
                 outcome = .failure(FetchError("\(entry.url.redactedForDisplay): \(error)"))
             }
             let waiting = slots.withLock { slots -> [@Sendable (Result<CachedFile, FetchError>) -> Void] in
@@ -124,6 +193,56 @@ public final class FileCatalog: Sendable {
                 return waiting
             }
             for completion in waiting { completion(outcome) }
+        }
+    }
+
+    private func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
+        let ignoresRanges = rangeIgnoringServers.withLock { $0.contains(Self.server(of: entry.url)) }
+        let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
+                                      rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) })
+        return CachedFile(record: record, url: entry.url, headers: entry.headers, environment: environment,
+                          serverIgnoresRanges: ignoresRanges, events: events)
+    }
+
+    /// `scheme://host:port`: servers ignore ranges as a whole, not per file.
+    private static func server(of url: URL) -> String {
+        "\(url.scheme ?? "http")://\(url.host ?? ""):\(url.port ?? (url.scheme == "https" ? 443 : 80))"
+    }
+
+    private static let rangeIgnoringSetting = "servers.ignoring-ranges"
+
+    /// Later files of that server go straight to one stream each, also after a remount.
+    private func rememberRangesIgnored(by url: URL) {
+        let servers = rangeIgnoringServers.withLock { servers -> [String]? in
+            guard servers.insert(Self.server(of: url)).inserted else { return nil }
+            return servers.sorted()
+        }
+        guard let servers else { return }
+        let store = environment.store
+        environment.committer.schedule {
+            try? store.setSetting(Self.rangeIgnoringSetting, to: servers.joined(separator: "\n"))
+        }
+    }
+
+    /// The remote file changed: drop this version, its record and its data, so the next
+    /// look-up finds the new size and starts over. Readers still holding it get EIO.
+    private func forget(_ file: CachedFile) {
+        let key = file.url.absoluteString
+        slots.withLock { slots in
+            if case .ready(let current) = slots[key], current === file { slots[key] = nil }
+        }
+        let store = environment.store
+        let directory = environment.directory
+        let logger = environment.logger
+        environment.committer.schedule {
+            do {
+                if let name = try store.remove(url: key) {
+                    unlink(directory.dataPath(name: name, complete: false))
+                    unlink(directory.dataPath(name: name, complete: true))
+                }
+            } catch {
+                logger.error("cannot discard the cache of \(file.url.redactedForDisplay): \(error)")
+            }
         }
     }
 

@@ -4,9 +4,11 @@ import Synchronization
 public final class OpenFile: Sendable {
     public let file: CachedFile
     private let readAhead = Mutex(ReadAheadWindow())
+    private let onClose: @Sendable () -> Void
 
-    public init(file: CachedFile) {
+    init(file: CachedFile, onClose: @escaping @Sendable () -> Void) {
         self.file = file
+        self.onClose = onClose
         file.opened()
     }
 
@@ -18,5 +20,6 @@ public final class OpenFile: Sendable {
 
     public func close() {
         file.released()
+        onClose()
     }
 }

@@ -14,6 +14,8 @@ public final class CurlClient: RemoteClient {
         public var stallTimeoutSeconds = 20
         public var userAgent = "rangefs/\(RangeFSVersion.current)"
         public var maxRedirects = 8
+        /// Extra CA certificates (PEM) trusted besides the system's.
+        public var caFile: String?
 
         public init() {}
     }
@@ -171,6 +173,7 @@ final class CurlMultiLoop {
             var running: Int32 = 0
             curl_multi_perform(multi.raw, &running)
             collectFinished()
+            yieldToForeground()
             var ready: Int32 = 0
             curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
         }
@@ -194,6 +197,17 @@ final class CurlMultiLoop {
         }
         active[transfer.easy] = transfer
         curl_multi_add_handle(multi.raw, transfer.easy)
+    }
+
+    /// While a reader waits on a transfer, background transfers stop receiving (TCP flow
+    /// control then slows their senders), so a foreground read gets the whole link.
+    /// libcurl does not count a paused transfer as stalled.
+    private func yieldToForeground() {
+        let foregroundActive = active.values.contains { !$0.isBackground }
+        for (easy, transfer) in active where transfer.isBackground && transfer.isPaused != foregroundActive {
+            curl_easy_pause(easy, foregroundActive ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+            transfer.isPaused = foregroundActive
+        }
     }
 
     private func collectFinished() {

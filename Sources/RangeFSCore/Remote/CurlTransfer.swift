@@ -15,6 +15,13 @@ final class CurlTransfer {
     /// For a probe answered by a range GET: the size read from its headers.
     private var probedSize: UInt64?
 
+    /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
+    var isBackground: Bool {
+        if case .range(let request, _, _) = spec { return request.priority == .background }
+        return false
+    }
+    var isPaused = false
+
     init(spec: TransferSpec, configuration: CurlClient.Configuration) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
         self.easy = easy
@@ -33,9 +40,14 @@ final class CurlTransfer {
         case .range(let request, _, _):
             url = request.url
             headers = request.headers
-            rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
-            if let ifRange = request.validator.ifRangeValue {
-                headers["If-Range"] = ifRange
+            if !request.wholeBody {
+                rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
+                if let ifRange = request.validator.ifRangeValue {
+                    headers["If-Range"] = ifRange
+                }
+            }
+            if let rate = request.maxBytesPerSecond {
+                rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
             }
         }
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
@@ -50,6 +62,9 @@ final class CurlTransfer {
         rangefs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         rangefs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
+        if let caFile = configuration.caFile {
+            rangefs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
+        }
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
@@ -89,7 +104,7 @@ final class CurlTransfer {
                 return false
             }
             guard sink(bytes, request.range.lowerBound + bodyBytes) else {
-                failure = .transport("the cache could not store the data")
+                failure = .localStorage("the cache could not store the data")
                 return false
             }
             bodyBytes += UInt64(bytes.count)
@@ -109,6 +124,9 @@ final class CurlTransfer {
     }
 
     private func checkRangeResponse(status: Int, request: RangeRequest) -> RemoteError? {
+        if request.wholeBody {
+            return checkWholeBodyResponse(status: status, request: request)
+        }
         switch status {
         case 206:
             guard let contentRangeText = header("Content-Range"), let contentRange = ContentRange(headerValue: contentRangeText) else {
@@ -125,14 +143,38 @@ final class CurlTransfer {
             }
             return nil
         case 200:
-            return request.validator.ifRangeValue == nil
-                ? .rangesNotSupported
-                : .changed("the server answered If-Range with the whole file")
+            // A 200 to If-Range means "changed" — unless the reply names the very version we
+            // hold, in which case the server simply ignores ranges.
+            if let changed = versionChange(from: request.validator) { return .changed(changed) }
+            return .rangesNotSupported
         case 416:
             return .changed("range not satisfiable (the file is shorter now)")
         default:
-            return .status(status)
+            return .status(status, retryAfter: retryAfter)
         }
+    }
+
+    /// A whole-file GET: the same version and the same length, or nothing is used.
+    private func checkWholeBodyResponse(status: Int, request: RangeRequest) -> RemoteError? {
+        guard status == 200 else { return .status(status, retryAfter: retryAfter) }
+        if let length = contentLength, length != request.expectedSize {
+            return .changed("size was \(request.expectedSize), now \(length)")
+        }
+        return versionChange(from: request.validator).map { .changed($0) }
+    }
+
+    /// How the reply's version differs from the one the cache holds, or nil when it is the same
+    /// (or cannot be told: a server that sends no validator at all).
+    private func versionChange(from validator: RemoteValidator) -> String? {
+        let etag = header("ETag")
+        let modified = header("Last-Modified")
+        if let expected = validator.etag {
+            return etag == expected ? nil : "ETag was \(expected), now \(etag ?? "none")"
+        }
+        if let expected = validator.lastModified {
+            return modified == expected ? nil : "Last-Modified was \(expected), now \(modified ?? "none")"
+        }
+        return nil
     }
 
     private func checkProbeResponse(status: Int, method: TransferSpec.ProbeMethod) -> RemoteError? {
@@ -152,7 +194,7 @@ final class CurlTransfer {
             guard let length = contentLength else { return .protocolViolation("no Content-Length in the reply") }
             probedSize = length
         default:
-            return .status(status)
+            return .status(status, retryAfter: retryAfter)
         }
         return nil
     }
@@ -200,11 +242,16 @@ final class CurlTransfer {
 
     private func transportError(_ code: CURLcode) -> RemoteError {
         let detail = String(cString: errorBuffer)
-        let summary = String(cString: curl_easy_strerror(code))
-        if code == CURLE_OPERATION_TIMEDOUT {
-            return .transport("stalled or timed out (\(detail.isEmpty ? summary : detail))")
+        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return .transport("stalled or timed out (\(message))")
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT,
+             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+            return .refused(message)
+        default:
+            return .transport(message)
         }
-        return .transport(detail.isEmpty ? summary : detail)
     }
 
     // MARK: Response facts
@@ -229,6 +276,15 @@ final class CurlTransfer {
         guard let text = header("Last-Modified") else { return nil }
         let seconds = curl_getdate(text, nil)
         return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
+    }
+
+    /// `Retry-After` as a delay: seconds, or an HTTP date.
+    private var retryAfter: Duration? {
+        guard let text = header("Retry-After") else { return nil }
+        if let seconds = UInt64(decimalDigits: text) { return .seconds(min(seconds, 86_400)) }
+        let date = curl_getdate(text, nil)
+        guard date > 0 else { return nil }
+        return .seconds(max(0, min(Int64(date) - Int64(time(nil)), 86_400)))
     }
 
     /// A header of the final response (after redirects), or nil.

@@ -31,6 +31,14 @@ public struct RemoteFileInfo: Sendable, Equatable {
     }
 }
 
+/// Who is waiting for a transfer: a reader, or nobody yet (background completion).
+public enum TransferPriority: Sendable {
+    /// A reader waits (its own bytes, or read-ahead joined with them).
+    case foreground
+    /// Background completion: held back while any foreground transfer runs.
+    case background
+}
+
 /// A request for the bytes `range` of a file whose total size is already known.
 public struct RangeRequest: Sendable {
     public var url: URL
@@ -38,38 +46,56 @@ public struct RangeRequest: Sendable {
     public var range: Range<UInt64>
     public var expectedSize: UInt64
     public var validator: RemoteValidator
+    public var priority: TransferPriority
+    /// A cap on this transfer's speed (bytes per second), for background bandwidth limits.
+    public var maxBytesPerSecond: UInt64?
+    /// A plain GET without `Range` (for servers that ignore ranges); `range` is then the whole file.
+    public var wholeBody: Bool
 
-    public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64, validator: RemoteValidator) {
+    public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64,
+                validator: RemoteValidator, priority: TransferPriority = .foreground, maxBytesPerSecond: UInt64? = nil,
+                wholeBody: Bool = false) {
+        precondition(!wholeBody || range == 0..<expectedSize, "a whole-body request covers the whole file")
         precondition(!range.isEmpty, "a range request asks for at least one byte")
         self.url = url
         self.headers = headers
         self.range = range
         self.expectedSize = expectedSize
         self.validator = validator
+        self.priority = priority
+        self.maxBytesPerSecond = maxBytesPerSecond
+        self.wholeBody = wholeBody
     }
 }
 
 public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The server answered with this status (404, 500 …).
-    case status(Int)
+    /// The server answered with this status (404, 500 …), maybe asking to wait before retrying.
+    case status(Int, retryAfter: Duration? = nil)
     /// The transfer itself failed: connection refused, timeout, stalled, reset.
     case transport(String)
+    /// The request cannot succeed however often it is tried: a redirect to a scheme other
+    /// than http/https, a redirect loop, a certificate that does not verify.
+    case refused(String)
     /// A `200` reply to a range request without `If-Range`: the server ignores ranges.
     case rangesNotSupported
     /// The remote file is no longer the version the cache holds.
     case changed(String)
     /// A reply that breaks the protocol: wrong `Content-Range`, short or long body, no size.
     case protocolViolation(String)
+    /// The bytes arrived but the cache could not store them (a full disk).
+    case localStorage(String)
     /// The transfer was stopped on purpose (unmount).
     case cancelled
 
     public var description: String {
         switch self {
-        case .status(let code): return "HTTP status \(code)"
-        case .transport(let message): return message
+        case .status(let code, let retryAfter):
+            return "HTTP status \(code)" + (retryAfter.map { " (Retry-After \($0))" } ?? "")
+        case .transport(let message), .refused(let message): return message
         case .rangesNotSupported: return "server ignored the Range header (answered 200)"
         case .changed(let why): return "remote file changed: \(why)"
         case .protocolViolation(let why): return why
+        case .localStorage(let why): return why
         case .cancelled: return "cancelled"
         }
     }
@@ -77,11 +103,16 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Worth trying again: the next attempt may well succeed.
     public var isTransient: Bool {
         switch self {
-        case .status(let code): return code == 408 || code == 429 || code >= 500
-        case .transport: return true
-        case .protocolViolation: return true
-        case .rangesNotSupported, .changed, .cancelled: return false
+        case .status(let code, _): return code == 408 || code == 429 || code >= 500
+        case .transport, .protocolViolation: return true
+        case .refused, .rangesNotSupported, .changed, .localStorage, .cancelled: return false
         }
+    }
+
+    /// How long the server asked us to wait, if it did.
+    public var retryAfter: Duration? {
+        if case .status(_, let retryAfter) = self { return retryAfter }
+        return nil
     }
 }
 

@@ -1,0 +1,55 @@
+/// Everything `rangefs status` shows about a running mount.
+public struct MountStatus: Codable, Sendable, Equatable {
+    public var mountpoint: String
+    public var manifest: String
+    /// Background completion is paused (foreground reads still work).
+    public var paused: Bool
+    /// `all`, `opened` or `none`.
+    public var prefetch: String
+    public var files: [FileStatus]
+
+    public init(mountpoint: String, manifest: String, paused: Bool, prefetch: String, files: [FileStatus]) {
+        self.mountpoint = mountpoint
+        self.manifest = manifest
+        self.paused = paused
+        self.prefetch = prefetch
+        self.files = files
+    }
+
+    public var totalBytes: UInt64 { files.reduce(0) { $0 + ($1.size ?? 0) } }
+    public var cachedBytes: UInt64 { files.reduce(0) { $0 + $1.cachedBytes } }
+    public var bytesPerSecond: UInt64 { files.reduce(0) { $0 + $1.bytesPerSecond } }
+}
+
+/// One file of the manifest as the cache sees it.
+public struct FileStatus: Codable, Sendable, Equatable {
+    /// Path inside the mount.
+    public var path: String
+    /// The URL with any credentials removed.
+    public var url: String
+    public var state: CacheState
+    /// nil while the size is not known yet.
+    public var size: UInt64?
+    public var cachedBytes: UInt64
+    /// Receive rate over the last few seconds.
+    public var bytesPerSecond: UInt64
+    /// Why the last attempt failed, when `state` is `failed`.
+    public var failure: String?
+
+    public init(path: String, url: String, state: CacheState, size: UInt64?, cachedBytes: UInt64,
+                bytesPerSecond: UInt64, failure: String?) {
+        self.path = path
+        self.url = url
+        self.state = state
+        self.size = size
+        self.cachedBytes = cachedBytes
+        self.bytesPerSecond = bytesPerSecond
+        self.failure = failure
+    }
+}
+
+/// What the control socket may ask of a running mount.
+public protocol MountControl: Sendable {
+    func status() -> MountStatus
+    func setPaused(_ paused: Bool)
+}

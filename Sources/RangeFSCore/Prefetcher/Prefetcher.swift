@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Which files the prefetcher completes on its own.
+public enum PrefetchPolicy: String, Sendable, CaseIterable {
+    /// Every file of the manifest.
+    case all
+    /// Only files a reader has opened during this mount.
+    case opened
+    /// None: only what readers ask for is fetched.
+    case none
+}
+
+/// Completes files in the background, a few chunks at a time: files with an open handle first,
+/// then files opened earlier, then (policy `all`) the rest of the manifest in order. Its
+/// transfers are background transfers, which yield to every foreground read.
+public final class Prefetcher: Sendable {
+    public struct Configuration: Sendable {
+        public var policy: PrefetchPolicy = .all
+        /// Background transfers (and size probes) at once.
+        public var maxDownloads = 3
+        /// One background request at most this long, so a fault costs one chunk.
+        public var chunkBytes: UInt64 = 4 * 1024 * 1024
+        /// How long a file whose fetch failed is left alone before the next try.
+        public var failureBackoff: Duration = .seconds(30)
+
+        public init() {}
+    }
+
+    static let pausedSetting = "prefetch.paused"
+
+    public let configuration: Configuration
+    private let catalog: FileCatalog
+    private let store: MetadataStore
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    private struct State {
+        var paused: Bool
+        var stopped = false
+        var running = 0
+        /// Manifest entries (one per URL) not yet seen complete, in manifest order.
+        var pending: [Int]
+        var cursor = 0
+        var restingUntil: [String: ContinuousClock.Instant] = [:]
+    }
+
+    public init(catalog: FileCatalog, store: MetadataStore, configuration: Configuration, logger: Logger) {
+        self.catalog = catalog
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        var seen = Set<String>()
+        let pending = catalog.manifest.entries.indices.filter { seen.insert(catalog.manifest.entries[$0].url.absoluteString).inserted }
+        let paused = (try? store.setting(Self.pausedSetting)) == "true"
+        state = Mutex(State(paused: paused, pending: pending))
+    }
+
+    public var isPaused: Bool {
+        state.withLock { $0.paused }
+    }
+
+    /// Begins background work (unless paused) and listens for files being opened.
+    public func start() {
+        guard configuration.policy != .none else { return }
+        catalog.onFileOpened { [self] in pump() }
+        if isPaused { logger.info("background fetching is paused (rangefs resume to continue)") }
+        pump()
+    }
+
+    /// Stops starting new transfers; running ones end with the client's shutdown.
+    public func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    /// Pauses or resumes background transfers; remembered across remounts.
+    public func setPaused(_ paused: Bool) {
+        state.withLock { $0.paused = paused }
+        do {
+            try store.setSetting(Self.pausedSetting, to: paused ? "true" : "false")
+        } catch {
+            logger.error("cannot remember the paused state: \(error)")
+        }
+        logger.info(paused ? "background fetching paused" : "background fetching resumed")
+        if !paused { pump() }
+    }
+
+    /// Fills every free slot with the most urgent work there is.
+    private func pump() {
+        while reserveSlot() {
+            if !startNext() {
+                releaseSlot()
+                wakeAfterRest()
+                return
+            }
+        }
+    }
+
+    /// Files left alone after a failure get their next try when their rest ends.
+    private func wakeAfterRest() {
+        let wake = state.withLock { state -> ContinuousClock.Instant? in
+            guard !state.stopped, state.running == 0 else { return nil }
+            return state.restingUntil.values.min()
+        }
+        guard let wake else { return }
+        let delay = max(Duration.zero, wake - ContinuousClock.now) + .milliseconds(10)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in pump() }
+    }
+
+    private func reserveSlot() -> Bool {
+        state.withLock { state in
+            guard !state.stopped, !state.paused, state.running < configuration.maxDownloads else { return false }
+            state.running += 1
+            return true
+        }
+    }
+
+    private func releaseSlot() {
+        state.withLock { $0.running -= 1 }
+    }
+
+    private func finished(_ key: String, succeeded: Bool) {
+        if !succeeded {
+            let until = ContinuousClock.now + configuration.failureBackoff
+            state.withLock { $0.restingUntil[key] = until }
+        }
+        releaseSlot()
+        pump()
+    }
+
+    /// Starts one background transfer or size probe in a reserved slot; false if there is none to start.
+    private func startNext() -> Bool {
+        for file in catalog.filesInUse() where startChunk(of: file) {
+            return true
+        }
+        guard configuration.policy == .all else { return false }
+        return startNextFromManifest()
+    }
+
+    private func startChunk(of file: CachedFile) -> Bool {
+        let key = file.url.absoluteString
+        guard !isResting(key) else { return false }
+        return file.fetchNextMissing(maxBytes: configuration.chunkBytes) { [self] succeeded in
+            finished(key, succeeded: succeeded)
+        }
+    }
+
+    /// Walks the manifest from where it left off, staying on a file until all of it is on its way.
+    private func startNextFromManifest() -> Bool {
+        let count = state.withLock { $0.pending.count }
+        for _ in 0..<count {
+            guard let index = state.withLock({ state -> Int? in
+                guard !state.pending.isEmpty else { return nil }
+                state.cursor %= state.pending.count
+                return state.pending[state.cursor]
+            }) else { return false }
+            let key = catalog.manifest.entries[index].url.absoluteString
+            if isResting(key) {
+                advance(past: index, remove: false)
+                continue
+            }
+            guard let file = catalog.knownFile(forEntry: index) else {
+                // Size unknown yet: finding it takes this slot.
+                catalog.file(forEntry: index) { [self] result in
+                    finished(key, succeeded: result.isSuccess)
+                }
+                advance(past: index, remove: false)
+                return true
+            }
+            if file.isComplete {
+                advance(past: index, remove: true)
+                continue
+            }
+            if startChunk(of: file) { return true }
+            advance(past: index, remove: false)
+        }
+        return false
+    }
+
+    private func advance(past index: Int, remove: Bool) {
+        state.withLock { state in
+            guard state.cursor < state.pending.count, state.pending[state.cursor] == index else { return }
+            if remove {
+                state.pending.remove(at: state.cursor)
+            } else {
+                state.cursor += 1
+            }
+        }
+    }
+
+    private func isResting(_ key: String) -> Bool {
+        state.withLock { state in
+            guard let until = state.restingUntil[key] else { return false }
+            if ContinuousClock.now >= until {
+                state.restingUntil[key] = nil
+                return false
+            }
+            return true
+        }
+    }
+}
