@@ -45,8 +45,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A scriptable HTTP server on loopback that misbehaves on purpose, for the tests.
+        .target(name: "FaultServer", path: "Tests/FaultServer"),
         .testTarget(name: "RangeFSCoreTests", dependencies: ["RangeFSCore"]),
-        .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "rangefs"]),
+        .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "FaultServer", "rangefs"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -77,6 +77,18 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    /// A RangeFS mount whose process died leaves "Transport endpoint is not connected"
+    /// behind; mounting there again is what the user wants, so clear it first.
+    private func clearStaleMount(at path: String) throws {
+        var info = stat()
+        guard stat(path, &info) != 0, errno == ENOTCONN,
+              MountTable.current().contains(where: { $0.mountpoint == path && $0.type == "fuse.rangefs" }) else { return }
+        let result = try runTool("/bin/fusermount3", ["-u", "-z", path], timeout: .seconds(10))
+        guard result.status == 0 else {
+            throw CommandFailure("\(path) is a stale mount and could not be cleared: \(result.output)")
+        }
+    }
+
     func run() throws {
         let manifestPath = absolutePath(manifest)
         let mountPath = absolutePath(mountpoint)
@@ -86,9 +98,13 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        try clearStaleMount(at: mountPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: mountPath, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CommandFailure("mountpoint \(mountPath) is not a directory")
+        }
+        if MountTable.current().contains(where: { $0.mountpoint == mountPath }) {
+            throw CommandFailure("\(mountPath) is already a mountpoint (rangefs unmount \(mountPath) first)")
         }
         let cachePath = absolutePath(cacheDir ?? CacheDirectory.defaultPath(forMountpoint: mountPath))
         let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }

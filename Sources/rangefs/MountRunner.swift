@@ -48,8 +48,15 @@ struct MountRunner {
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
                                            committer: Committer(), policy: policy, logger: logger)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, environment: environment)
-        let prefetcher = Prefetcher(catalog: catalog, store: store, configuration: prefetch, logger: logger)
+        let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher)
+        let control: ControlServer
+        do {
+            control = try ControlServer(path: directory.controlSocketPath, control: mount)
+        } catch {
+            catalog.shutdown()
+            throw CommandFailure("\(error)")
+        }
         let namespace = Namespace(manifest: manifest)
         let filesystem = FuseFilesystem(namespace: namespace, catalog: catalog, mount: mount,
                                         controlSocketPath: directory.controlSocketPath, logger: logger)
@@ -57,6 +64,7 @@ struct MountRunner {
         do {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions)
         } catch {
+            control.stop()
             catalog.shutdown()
             throw CommandFailure("\(error)")
         }
@@ -70,6 +78,7 @@ struct MountRunner {
         _ = session.run()
         logger.info("unmounting \(mountpoint)")
         prefetcher.stop()
+        control.stop()
         catalog.shutdown()
         session.close()
         withExtendedLifetime(lock) {}

@@ -13,9 +13,10 @@ struct RangeFSCommand: ParsableCommand {
         Examples:
           rangefs mount media.txt /mnt/media
           ls -la /mnt/media
+          rangefs status /mnt/media
           rangefs unmount /mnt/media
         """,
         version: RangeFSVersion.current,
-        subcommands: [MountCommand.self, UnmountCommand.self]
+        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self]
     )
 }

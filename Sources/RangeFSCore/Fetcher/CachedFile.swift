@@ -51,7 +51,7 @@ public final class CachedFile: Sendable {
     private struct Transfer {
         var bytes: Range<UInt64>
         var blocks: Range<Int>
-        var priority: TransferPriority = .foreground
+        var urgency = TransferUrgency(.foreground)
         /// A plain GET of the whole file, for servers that ignore ranges.
         var wholeBody = false
         /// Told when the transfer ends (the prefetcher, for its own transfers).
@@ -69,8 +69,8 @@ public final class CachedFile: Sendable {
 
     /// Work decided under the lock and done after it is released.
     private enum Action {
-        case fetch(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool = false)
-        case retry(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool, after: Duration)
+        case fetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool = false)
+        case retry(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, after: Duration)
         case notify(@Sendable (Bool) -> Void, Bool)
         case expire(waiter: Int, after: Duration)
         case invalidated
@@ -159,13 +159,18 @@ public final class CachedFile: Sendable {
                 return [.reply(completion, .success(ReadyBytes(file: file, range: bytes)))]
             }
             let end = readAheadEnd(after: bytes.upperBound, window: readAhead, in: state) ?? bytes.upperBound
-            var actions = planTransfers(covering: bytes.lowerBound..<end, in: &state)
+            var actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, in: &state)
             if isAvailable(bytes, in: state) {
                 actions.append(.reply(completion, .success(ReadyBytes(file: file, range: bytes))))
             } else {
                 let id = state.nextWaiterID
                 state.nextWaiterID += 1
                 state.waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
+                // A reader now waits on these transfers: none of them may be held back any more.
+                let blocks = layout.blocks(covering: bytes)
+                for transfer in state.transfers.values where transfer.blocks.overlaps(blocks) {
+                    transfer.urgency.raise()
+                }
                 actions.append(.expire(waiter: id, after: environment.policy.readDeadline))
             }
             return actions
@@ -190,9 +195,20 @@ public final class CachedFile: Sendable {
         state.transfers.values.contains { $0.blocks.contains(block) }
     }
 
+    /// A reader joins a transfer that brings its block only if that transfer is close to it;
+    /// waiting for a long transfer to crawl there would cost more than asking again.
+    private func isComingSoon(_ block: Int, in state: State) -> Bool {
+        let start = layout.byteRange(ofBlock: block).lowerBound
+        let distance = environment.policy.joinDistanceBlocks * layout.blockSize
+        return state.transfers.values.contains { $0.blocks.contains(block) && start <= $0.frontier + distance }
+    }
+
     /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
     /// one request per run of adjacent blocks (split at `maxRequestBytes`).
-    private func planTransfers(covering bytes: Range<UInt64>, in state: inout State) -> [Action] {
+    /// Blocks that start before `readerNeedsUntil` are a reader's own: those join only a
+    /// transfer that is close (`isComingSoon`); the rest join any transfer that brings them.
+    private func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64 = 0,
+                               in state: inout State) -> [Action] {
         if state.streamOnly {
             return planStream(in: &state)
         }
@@ -201,7 +217,10 @@ public final class CachedFile: Sendable {
         var runStart: Int?
         let blocks = layout.blocks(covering: bytes)
         for block in blocks.lowerBound...blocks.upperBound {
-            let wanted = block < blocks.upperBound && !state.available.contains(block) && !isRequested(block, in: state)
+            let onItsWay = block < blocks.upperBound
+                && (layout.byteRange(ofBlock: block).lowerBound < readerNeedsUntil
+                    ? isComingSoon(block, in: state) : isRequested(block, in: state))
+            let wanted = block < blocks.upperBound && !state.available.contains(block) && !onItsWay
             if wanted, runStart == nil { runStart = block }
             guard let start = runStart else { continue }
             if !wanted || block + 1 - start == maxBlocks {
@@ -211,7 +230,7 @@ public final class CachedFile: Sendable {
                 state.nextTransferID += 1
                 let transfer = Transfer(bytes: layout.byteRange(ofBlocks: run), blocks: run)
                 state.transfers[id] = transfer
-                actions.append(.fetch(id: id, bytes: transfer.bytes, priority: .foreground))
+                actions.append(.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency))
             }
         }
         return actions
@@ -224,8 +243,9 @@ public final class CachedFile: Sendable {
         let id = state.nextTransferID
         state.nextTransferID += 1
         let all = 0..<layout.blockCount
-        state.transfers[id] = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
-        return [.fetch(id: id, bytes: layout.byteRange(ofBlocks: all), priority: .foreground, wholeBody: true)]
+        let transfer = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
+        state.transfers[id] = transfer
+        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency, wholeBody: true)]
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
@@ -273,9 +293,10 @@ public final class CachedFile: Sendable {
                 let id = state.nextTransferID
                 state.nextTransferID += 1
                 let blocks = free..<end
-                state.transfers[id] = Transfer(bytes: layout.byteRange(ofBlocks: blocks), blocks: blocks,
-                                               priority: .background, onFinish: onFinish)
-                return [.fetch(id: id, bytes: layout.byteRange(ofBlocks: blocks), priority: .background)]
+                let transfer = Transfer(bytes: layout.byteRange(ofBlocks: blocks), blocks: blocks,
+                                        urgency: TransferUrgency(.background), onFinish: onFinish)
+                state.transfers[id] = transfer
+                return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
             }
             return nil
         }
@@ -289,11 +310,11 @@ public final class CachedFile: Sendable {
     private func perform(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes, let priority, let wholeBody):
-                startFetch(id: id, bytes: bytes, priority: priority, wholeBody: wholeBody)
-            case .retry(let id, let bytes, let priority, let wholeBody, let delay):
+            case .fetch(let id, let bytes, let urgency, let wholeBody):
+                startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
+            case .retry(let id, let bytes, let urgency, let wholeBody, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    startFetch(id: id, bytes: bytes, priority: priority, wholeBody: wholeBody)
+                    startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
                 }
             case .expire(let waiter, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
@@ -313,10 +334,10 @@ public final class CachedFile: Sendable {
         }
     }
 
-    private func startFetch(id: Int, bytes: Range<UInt64>, priority: TransferPriority, wholeBody: Bool) {
+    private func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool) {
         let request = RangeRequest(url: url, headers: headers, range: bytes,
-                                   expectedSize: layout.fileSize, validator: validator, priority: priority,
-                                   maxBytesPerSecond: priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
+                                   expectedSize: layout.fileSize, validator: validator, urgency: urgency,
+                                   maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
         environment.client.fetch(request, sink: { [self] data, offset in
             receive(transfer: id, data, at: offset)
@@ -378,7 +399,7 @@ public final class CachedFile: Sendable {
                     state.transfers[id] = transfer
                     let retried = transfer.wholeBody ? transfer.bytes : remainder
                     environment.logger.warning("GET \(url.redactedForDisplay) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")
-                    actions.append(.retry(id: id, bytes: retried, priority: transfer.priority,
+                    actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
                                           wholeBody: transfer.wholeBody, after: delay))
                     ended = false
                 } else {

@@ -46,7 +46,10 @@ public final class Prefetcher: Sendable {
         var restingUntil: [String: ContinuousClock.Instant] = [:]
     }
 
-    public init(catalog: FileCatalog, store: MetadataStore, configuration: Configuration, logger: Logger) {
+    private let client: any RemoteClient
+
+    public init(catalog: FileCatalog, client: any RemoteClient, store: MetadataStore, configuration: Configuration, logger: Logger) {
+        self.client = client
         self.catalog = catalog
         self.store = store
         self.configuration = configuration
@@ -65,7 +68,10 @@ public final class Prefetcher: Sendable {
     public func start() {
         guard configuration.policy != .none else { return }
         catalog.onFileOpened { [self] in pump() }
-        if isPaused { logger.info("background fetching is paused (rangefs resume to continue)") }
+        if isPaused {
+            client.setBackgroundPaused(true)
+            logger.info("background fetching is paused (rangefs resume to continue)")
+        }
         pump()
     }
 
@@ -77,6 +83,7 @@ public final class Prefetcher: Sendable {
     /// Pauses or resumes background transfers; remembered across remounts.
     public func setPaused(_ paused: Bool) {
         state.withLock { $0.paused = paused }
+        client.setBackgroundPaused(paused)
         do {
             try store.setSetting(Self.pausedSetting, to: paused ? "true" : "false")
         } catch {

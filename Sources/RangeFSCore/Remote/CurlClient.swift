@@ -41,7 +41,12 @@ public final class CurlClient: RemoteClient {
 
     public func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
                       completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void) {
+        request.urgency.whenRaised { [inbox] in inbox.wake() }
         inbox.submit(.range(request, sink: sink, completion: completion))
+    }
+
+    public func setBackgroundPaused(_ paused: Bool) {
+        inbox.setBackgroundPaused(paused)
     }
 
     /// Returns once the loop thread has ended and every transfer has completed.
@@ -94,6 +99,7 @@ final class CurlInbox: Sendable {
     private struct State {
         var specs: [TransferSpec] = []
         var stopping = false
+        var backgroundPaused = false
     }
     private let state = Mutex(State())
     private let multi: CurlMultiHandle
@@ -133,10 +139,20 @@ final class CurlInbox: Sendable {
         }
     }
 
-    func take() -> (specs: [TransferSpec], stopping: Bool) {
+    func setBackgroundPaused(_ paused: Bool) {
+        state.withLock { $0.backgroundPaused = paused }
+        multi.wakeup()
+    }
+
+    /// Makes the loop look at its transfers again (a priority changed).
+    func wake() {
+        multi.wakeup()
+    }
+
+    func take() -> (specs: [TransferSpec], stopping: Bool, backgroundPaused: Bool) {
         state.withLock { state in
             defer { state.specs.removeAll() }
-            return (state.specs, state.stopping)
+            return (state.specs, state.stopping, state.backgroundPaused)
         }
     }
 }
@@ -167,13 +183,13 @@ final class CurlMultiLoop {
 
     func run() {
         while true {
-            let (specs, stopping) = inbox.take()
+            let (specs, stopping, backgroundPaused) = inbox.take()
             if stopping { break }
             for spec in specs { start(spec) }
             var running: Int32 = 0
             curl_multi_perform(multi.raw, &running)
             collectFinished()
-            yieldToForeground()
+            holdBackground(paused: backgroundPaused)
             var ready: Int32 = 0
             curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
         }
@@ -200,13 +216,17 @@ final class CurlMultiLoop {
     }
 
     /// While a reader waits on a transfer, background transfers stop receiving (TCP flow
-    /// control then slows their senders), so a foreground read gets the whole link.
-    /// libcurl does not count a paused transfer as stalled.
-    private func yieldToForeground() {
-        let foregroundActive = active.values.contains { !$0.isBackground }
-        for (easy, transfer) in active where transfer.isBackground && transfer.isPaused != foregroundActive {
-            curl_easy_pause(easy, foregroundActive ? CURLPAUSE_RECV : CURLPAUSE_CONT)
-            transfer.isPaused = foregroundActive
+    /// control then slows their senders), so a foreground read gets the whole link; the same
+    /// holds them while background work is paused. libcurl does not count a paused transfer
+    /// as stalled.
+    private func holdBackground(paused: Bool) {
+        let holdBackground = paused || active.values.contains { !$0.isBackground }
+        for (easy, transfer) in active {
+            // A transfer raised to the foreground while held is let go at once.
+            let hold = holdBackground && transfer.isBackground
+            guard transfer.isPaused != hold else { continue }
+            curl_easy_pause(easy, hold ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+            transfer.isPaused = hold
         }
     }
 

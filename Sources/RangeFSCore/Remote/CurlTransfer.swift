@@ -17,7 +17,7 @@ final class CurlTransfer {
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool {
-        if case .range(let request, _, _) = spec { return request.priority == .background }
+        if case .range(let request, _, _) = spec { return request.urgency.priority == .background }
         return false
     }
     var isPaused = false

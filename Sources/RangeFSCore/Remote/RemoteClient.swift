@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What identifies one version of a remote file: sent back as `If-Range`, compared on every reply.
 public struct RemoteValidator: Sendable, Equatable, Codable {
@@ -39,6 +40,35 @@ public enum TransferPriority: Sendable {
     case background
 }
 
+/// A transfer's priority, which may rise while it runs: a reader that starts waiting on a
+/// background transfer makes it a foreground one, so it is not held back behind others.
+public final class TransferUrgency: Sendable {
+    private let state: Mutex<(priority: TransferPriority, onRaise: (@Sendable () -> Void)?)>
+
+    public init(_ priority: TransferPriority) {
+        state = Mutex((priority, nil))
+    }
+
+    public var priority: TransferPriority {
+        state.withLock { $0.priority }
+    }
+
+    /// Makes the transfer a foreground one from now on.
+    public func raise() {
+        let onRaise = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.priority == .background else { return nil }
+            state.priority = .foreground
+            return state.onRaise
+        }
+        onRaise?()
+    }
+
+    /// The client's way to hear of a raise (to stop holding the transfer back at once).
+    func whenRaised(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onRaise = handler }
+    }
+}
+
 /// A request for the bytes `range` of a file whose total size is already known.
 public struct RangeRequest: Sendable {
     public var url: URL
@@ -46,14 +76,14 @@ public struct RangeRequest: Sendable {
     public var range: Range<UInt64>
     public var expectedSize: UInt64
     public var validator: RemoteValidator
-    public var priority: TransferPriority
+    public var urgency: TransferUrgency
     /// A cap on this transfer's speed (bytes per second), for background bandwidth limits.
     public var maxBytesPerSecond: UInt64?
     /// A plain GET without `Range` (for servers that ignore ranges); `range` is then the whole file.
     public var wholeBody: Bool
 
     public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64,
-                validator: RemoteValidator, priority: TransferPriority = .foreground, maxBytesPerSecond: UInt64? = nil,
+                validator: RemoteValidator, urgency: TransferUrgency = TransferUrgency(.foreground), maxBytesPerSecond: UInt64? = nil,
                 wholeBody: Bool = false) {
         precondition(!wholeBody || range == 0..<expectedSize, "a whole-body request covers the whole file")
         precondition(!range.isEmpty, "a range request asks for at least one byte")
@@ -62,7 +92,7 @@ public struct RangeRequest: Sendable {
         self.range = range
         self.expectedSize = expectedSize
         self.validator = validator
-        self.priority = priority
+        self.urgency = urgency
         self.maxBytesPerSecond = maxBytesPerSecond
         self.wholeBody = wholeBody
     }
@@ -129,6 +159,8 @@ public protocol RemoteClient: Sendable {
     /// Streams `request.range` into `sink`; completes once every byte was delivered or on the first error.
     func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
                completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void)
+    /// Holds every background transfer where it is (running ones too) until resumed.
+    func setBackgroundPaused(_ paused: Bool)
     /// Stops every transfer (each completes with `.cancelled`) and the client's thread.
     func shutdown()
 }

@@ -1,0 +1,28 @@
+/// How the server treats one path, independent of queued faults.
+public struct PathOptions: Sendable, Equatable {
+    /// When false, `Range` is ignored (always `200`) and `Accept-Ranges` is not sent.
+    public var rangesSupported: Bool
+    /// When false, `HEAD` gets `405 Method Not Allowed`.
+    public var headAllowed: Bool
+    public var sendETag: Bool
+    public var sendLastModified: Bool
+    /// The status for this path while nothing is published there: 404, or 410 for "gone".
+    public var goneStatus: Int
+    /// Paces every body sent for this path to about this rate.
+    public var bytesPerSecond: Int?
+    /// A delay before each response for this path (a long round trip).
+    public var latency: Duration?
+
+    public init(rangesSupported: Bool = true, headAllowed: Bool = true, sendETag: Bool = true,
+                sendLastModified: Bool = true, goneStatus: Int = 404,
+                bytesPerSecond: Int? = nil, latency: Duration? = nil) {
+        precondition(bytesPerSecond.map { $0 > 0 } ?? true, "bytesPerSecond must be positive")
+        self.rangesSupported = rangesSupported
+        self.headAllowed = headAllowed
+        self.sendETag = sendETag
+        self.sendLastModified = sendLastModified
+        self.goneStatus = goneStatus
+        self.bytesPerSecond = bytesPerSecond
+        self.latency = latency
+    }
+}
