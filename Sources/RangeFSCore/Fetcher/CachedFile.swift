@@ -58,7 +58,17 @@ public final class CachedFile: Sendable {
         var onFinish: (@Sendable (Bool) -> Void)?
         var written: UInt64 = 0
         var attempts = 1
+        /// When its first byte arrived, to tell how fast it moves.
+        var firstByteAt: ContinuousClock.Instant?
         var frontier: UInt64 { bytes.lowerBound + written }
+
+        /// When the transfer is expected to reach `offset`; nil while nothing is known of its speed.
+        func expectedArrival(of offset: UInt64, now: ContinuousClock.Instant) -> Duration? {
+            guard let firstByteAt, written > 0 else { return nil }
+            let elapsed = (now - firstByteAt).timeInterval
+            let bytesPerSecond = Double(written) / max(elapsed, 0.001)
+            return .seconds(Double(offset &- min(offset, frontier)) / bytesPerSecond)
+        }
     }
 
     private struct Waiter {
@@ -195,12 +205,19 @@ public final class CachedFile: Sendable {
         state.transfers.values.contains { $0.blocks.contains(block) }
     }
 
-    /// A reader joins a transfer that brings its block only if that transfer is close to it;
-    /// waiting for a long transfer to crawl there would cost more than asking again.
+    /// A reader joins a transfer that brings its block if that transfer will get there soon:
+    /// it is close, or it moves fast enough. Waiting for a long transfer to crawl there on a slow
+    /// link would cost more than asking for the block again.
     private func isComingSoon(_ block: Int, in state: State) -> Bool {
         let start = layout.byteRange(ofBlock: block).lowerBound
         let distance = environment.policy.joinDistanceBlocks * layout.blockSize
-        return state.transfers.values.contains { $0.blocks.contains(block) && start <= $0.frontier + distance }
+        let now = ContinuousClock.now
+        return state.transfers.values.contains { transfer in
+            guard transfer.blocks.contains(block) else { return false }
+            if start <= transfer.frontier + distance { return true }
+            guard let arrival = transfer.expectedArrival(of: start, now: now) else { return true }
+            return arrival <= environment.policy.joinWaitLimit
+        }
     }
 
     /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
@@ -359,7 +376,9 @@ public final class CachedFile: Sendable {
         let actions = state.withLock { state -> [Action]? in
             guard var transfer = state.transfers[id], transfer.frontier == offset else { return nil }
             transfer.written += UInt64(data.count)
-            state.rate.record(data.count, at: .now)
+            let now = ContinuousClock.now
+            if transfer.firstByteAt == nil { transfer.firstByteAt = now }
+            state.rate.record(data.count, at: now)
             state.transfers[id] = transfer
             var block = layout.blocks(covering: offset..<(offset + 1)).lowerBound
             while block < transfer.blocks.upperBound, layout.byteRange(ofBlock: block).upperBound <= transfer.frontier {
@@ -396,6 +415,7 @@ public final class CachedFile: Sendable {
                     transfer.attempts += 1
                     // A stream without ranges can only start over; its bytes so far are kept.
                     if transfer.wholeBody { transfer.written = 0 }
+                    transfer.firstByteAt = nil
                     state.transfers[id] = transfer
                     let retried = transfer.wholeBody ? transfer.bytes : remainder
                     environment.logger.warning("GET \(url.redactedForDisplay) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)")

@@ -13,8 +13,11 @@ public struct FetchPolicy: Sendable {
     public var retryBaseDelay: Duration = .milliseconds(250)
     /// A server's `Retry-After` is honoured up to this long; a longer one ends the attempts.
     public var maxRetryAfter: Duration = .seconds(30)
-    /// A reader waits for a running transfer only if it is at most this many blocks from its bytes.
+    /// A reader waits for a running transfer that is at most this many blocks from its bytes,
+    /// or that should reach them within `joinWaitLimit` at its current speed; otherwise it asks
+    /// for its blocks itself.
     public var joinDistanceBlocks: UInt64 = 2
+    public var joinWaitLimit: Duration = .milliseconds(250)
     /// A read still waiting after this long fails with EIO instead of hanging.
     public var readDeadline: Duration = .seconds(120)
     /// Speed cap of each background transfer (`--max-rate` shared by the background slots).

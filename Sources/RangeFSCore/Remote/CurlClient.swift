@@ -222,8 +222,10 @@ final class CurlMultiLoop {
     private func holdBackground(paused: Bool) {
         let holdBackground = paused || active.values.contains { !$0.isBackground }
         for (easy, transfer) in active {
-            // A transfer raised to the foreground while held is let go at once.
-            let hold = holdBackground && transfer.isBackground
+            // A transfer raised to the foreground while held is let go at once. One still
+            // reading its headers is left alone: libcurl can replay a paused response's
+            // buffered headers after its body, which would defeat the checks on them.
+            let hold = holdBackground && transfer.isBackground && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             curl_easy_pause(easy, hold ? CURLPAUSE_RECV : CURLPAUSE_CONT)
             transfer.isPaused = hold

@@ -14,6 +14,8 @@ final class CurlTransfer {
     private var bodyBytes: UInt64 = 0
     /// For a probe answered by a range GET: the size read from its headers.
     private var probedSize: UInt64?
+    /// The headers of the latest response (a redirect or `100 Continue` starts a new set).
+    private var responseHeaders: [(name: String, value: String)] = []
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool {
@@ -21,6 +23,8 @@ final class CurlTransfer {
         return false
     }
     var isPaused = false
+    /// The response's headers were checked and its body has begun.
+    var isReceivingBody: Bool { checked }
 
     init(spec: TransferSpec, configuration: CurlClient.Configuration) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
@@ -76,12 +80,31 @@ final class CurlTransfer {
         let context = Unmanaged.passUnretained(self).toOpaque()
         rangefs_easy_setopt_write_callback(easy, curlTransferWrite)
         rangefs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        rangefs_easy_setopt_header_callback(easy, curlTransferHeader)
+        rangefs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
     }
 
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
+    }
+
+    // MARK: Headers
+
+    /// One header line as libcurl hands it over (not NUL-terminated, CRLF at the end).
+    /// Collected here rather than read back with `curl_easy_header`, whose view of a paused and
+    /// resumed transfer proved unreliable.
+    fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) {
+        let text = String(decoding: line, as: UTF8.self).trimmingASCIIWhitespace()
+        if text.hasPrefix("HTTP/") {
+            responseHeaders.removeAll()
+            return
+        }
+        guard let colon = text.firstIndex(of: ":") else { return }
+        let name = text[..<colon].lowercased()
+        let value = text[text.index(after: colon)...].trimmingASCIIWhitespace()
+        responseHeaders.append((name, value))
     }
 
     // MARK: Body
@@ -287,13 +310,20 @@ final class CurlTransfer {
         return .seconds(max(0, min(Int64(date) - Int64(time(nil)), 86_400)))
     }
 
-    /// A header of the final response (after redirects), or nil.
+    /// A header of the final response (after redirects), or nil; the first one if repeated.
     private func header(_ name: String) -> String? {
-        var found: UnsafeMutablePointer<curl_header>?
-        guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK,
-              let found, let value = found.pointee.value else { return nil }
-        return String(cString: value).trimmingASCIIWhitespace()
+        let key = name.lowercased()
+        return responseHeaders.first { $0.name == key }?.value
     }
+}
+
+private func curlTransferHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: length))
+    return length
 }
 
 private func curlTransferWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

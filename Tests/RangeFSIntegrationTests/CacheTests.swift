@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// What reaches the server: each byte once, and nothing at all from a warm cache.
+extension RangeFSIntegrationTests {
+    @Test("after a remount with the same cache dir, reading everything again makes no request; no byte is served twice")
+    func remountServesFromCache() throws {
+        let cacheDir = try fx.makeCacheDir()
+        let layout = fx.standardLayout
+        let log = fx.nginx.accessLog
+
+        // Phase 1: a cold cache; list and read everything.
+        let mount = try fx.mount(fx.standardEntries, cacheDir: cacheDir)
+        Check.succeeded(Command.run(["ls", "-laR", mount.mountpoint], timeout: 60), "ls -laR", mount: mount)
+        for placed in layout {
+            #expect(SHA256.of(mount.path(placed.path)).hash == placed.file.sha256, "phase 1: sha256 of \(placed.path)")
+        }
+        let unmount = mount.unmount()
+        #expect(unmount.succeeded, "rangefs unmount: \(unmount)")
+        #expect(!mount.isMounted, "still mounted after rangefs unmount")
+
+        // Over phase 1: no byte range of any file was served twice, and ranges sent after
+        // the first response carry that file's ETag as If-Range.
+        log.waitUntilQuiet()
+        let phase1 = log.entries()
+        for placed in layout {
+            let uri = "/" + placed.file.name
+            let entries = phase1.filter { $0.path == uri }
+            let ranges = entries.filter { $0.range != "bytes=0-0" }   // a size probe may overlap block 0
+                .compactMap { $0.servedRange(fileSize: placed.file.size) }
+            let overlaps = ByteRanges.overlaps(ranges)
+            #expect(overlaps.isEmpty, "\(placed.path): bytes served more than once: \(overlaps.prefix(5))\n\(entries.map(\.description).joined(separator: "\n"))")
+            let etag = Self.etag(of: fx.nginx.url(placed.file.name))
+            let later = entries.dropFirst().filter { $0.method == "GET" && $0.range != nil }
+            for entry in later {
+                #expect(entry.ifRange == etag, "\(placed.path): a later range request without If-Range \(etag ?? "?"): \(entry)")
+            }
+        }
+
+        // Phase 2: the same cache, a new mount; nothing may reach the server.
+        let mark = log.mark()
+        let again = try fx.mount(fx.standardEntries, cacheDir: cacheDir)
+        Check.succeeded(Command.run(["ls", "-laR", again.mountpoint], timeout: 60), "ls -laR after remount", mount: again)
+        for placed in layout {
+            let r = Command.run(["stat", "-c", "%s", again.path(placed.path)], timeout: 30)
+            #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(placed.file.size)",
+                    "phase 2: size of \(placed.path): \(r)")
+            #expect(SHA256.of(again.path(placed.path)).hash == placed.file.sha256, "phase 2: sha256 of \(placed.path)")
+        }
+        let second = again.unmount()
+        #expect(second.succeeded, "rangefs unmount: \(second)")
+        log.waitUntilQuiet()
+        let phase2 = log.entries(since: mark)
+        #expect(phase2.isEmpty, "the remount with a warm cache made \(phase2.count) requests:\n\(phase2.prefix(20).map(\.description).joined(separator: "\n"))")
+    }
+
+    @Test("two concurrent cold readers of one block: one request covers it, not two overlapping ones")
+    func concurrentReadersShareOneRequest() throws {
+        // The throttled location keeps the first transfer in flight while the second
+        // reader arrives (block 0 at 64 KiB/s takes about 4 s).
+        let tail = fx.data.file("tail.bin")
+        let mount = try fx.mount([ManifestLine(path: "slow.bin", url: fx.nginx.slowURL("tail.bin"))])
+        let stat = Command.run(["stat", "-c", "%s", mount.path("slow.bin")], timeout: 30)
+        #expect(Check.succeeded(stat, "stat", mount: mount) && stat.stdout.hasPrefix("\(tail.size)"))
+        let log = fx.nginx.accessLog
+        let mark = log.mark()
+
+        let offsets = [0, 131_072]   // both inside block 0, on different pages
+        let first = try BackgroundCommand(["dd", "if=\(mount.path("slow.bin"))", "iflag=skip_bytes,count_bytes",
+                                          "bs=4096", "skip=\(offsets[0])", "count=4096", "status=none"])
+        usleep(300_000)
+        let second = try BackgroundCommand(["dd", "if=\(mount.path("slow.bin"))", "iflag=skip_bytes,count_bytes",
+                                           "bs=4096", "skip=\(offsets[1])", "count=4096", "status=none"])
+        let results = [first.wait(timeout: 60), second.wait(timeout: 60)]
+        for (offset, r) in zip(offsets, results) {
+            if Check.succeeded(r, "dd at \(offset)", mount: mount) {
+                #expect(r.stdoutData == (try tail.bytes(offset: offset, length: 4096)), "bytes at \(offset)")
+            }
+        }
+
+        // Requests end (and are logged) when their transfers end: unmount first.
+        mount.unmount()
+        log.waitUntilQuiet(timeout: 20)
+        let gets = log.entries(for: "/slow/tail.bin", since: mark).filter { $0.method == "GET" }
+        let block0 = 0..<TestData.blockSize
+        let covering = gets.filter { entry in
+            entry.requestedRanges(fileSize: tail.size).contains { $0.overlaps(block0) }
+        }
+        print("concurrent readers: range requests after the lookup:\n  " + gets.map(\.description).joined(separator: "\n  "))
+        #expect(covering.count == 1, "requests touching block 0: \(covering.map(\.description))")
+        let overlaps = ByteRanges.overlaps(gets.flatMap { $0.requestedRanges(fileSize: tail.size) })
+        #expect(overlaps.isEmpty, "overlapping range requests: \(overlaps)")
+    }
+
+    @Test("rangefs unmount and SIGTERM of the daemon both unmount cleanly and keep the cache")
+    func unmountAndSigtermKeepTheCache() throws {
+        let cacheDir = try fx.makeCacheDir()
+        let tail = fx.data.file("tail.bin")
+        let entries = [ManifestLine(path: "tail.bin", url: fx.nginx.url("tail.bin"))]
+        let log = fx.nginx.accessLog
+
+        let mount = try fx.mount(entries, cacheDir: cacheDir)
+        #expect(FileManager.default.fileExists(atPath: mount.logPath), "no daemon log at \(mount.logPath)")
+        #expect(SHA256.of(mount.path("tail.bin")).hash == tail.sha256)
+        let daemons = mount.daemonPids()
+        try #require(daemons.count == 1, "expected one daemon process for the mount, found \(daemons)")
+        let t0 = Date()
+        _ = kill(daemons[0], SIGTERM)
+        let exited = ProcessInfo.waitForExit(daemons[0], seconds: 30)
+        #expect(exited, "the daemon did not exit within 30 s of SIGTERM")
+        #expect(!mount.isMounted, "still mounted after SIGTERM of the daemon")
+        print("SIGTERM -> daemon gone after \(String(format: "%.2f", Date().timeIntervalSince(t0))) s")
+
+        let mark = log.mark()
+        let again = try fx.mount(entries, cacheDir: cacheDir)
+        #expect(SHA256.of(again.path("tail.bin")).hash == tail.sha256)
+        let r = again.unmount()
+        #expect(r.succeeded, "rangefs unmount: \(r)")
+        #expect(!again.isMounted)
+        #expect(again.daemonPids().isEmpty, "daemon still running after rangefs unmount returned")
+        log.waitUntilQuiet()
+        let after = log.entries(since: mark)
+        #expect(after.isEmpty, "the cache written before SIGTERM was not reused: \(after.map(\.description))")
+    }
+
+    /// The ETag nginx sends for `url` (quotes included), from a HEAD request.
+    static func etag(of url: String) -> String? {
+        let r = Command.run(["curl", "-sS", "-I", url], timeout: 15)
+        for line in r.stdout.split(whereSeparator: \.isNewline) where line.lowercased().hasPrefix("etag:") {
+            return line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return nil
+    }
+}

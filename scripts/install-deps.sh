@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what RangeFS needs to build, test and run its demo on Debian 12:
+# libfuse3 and libcurl headers, SQLite, nginx (the test and demo server), ffmpeg
+# (makes and probes test audio), curl, attr (getfattr), mpg123.
+# Idempotent and non-interactive; uses sudo only when not root. Swift itself is
+# expected on PATH already.
+set -euo pipefail
+
+packages=(
+    fuse3 libfuse3-dev
+    libcurl4-openssl-dev
+    libsqlite3-dev
+    pkg-config
+    nginx-light
+    ffmpeg
+    curl
+    attr
+    mpg123
+    ca-certificates
+)
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+else
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps: not root and no sudo; install as root: ${packages[*]}" >&2
+        exit 1
+    fi
+    SUDO=(sudo -n)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+# nginx-light or any other nginx flavour will do.
+if [ -x /usr/sbin/nginx ]; then
+    missing=("${missing[@]/nginx-light/}")
+fi
+# Drop empty slots left by the substitution above.
+wanted=()
+for pkg in "${missing[@]}"; do [ -n "$pkg" ] && wanted+=("$pkg"); done
+
+if [ "${#wanted[@]}" -eq 0 ]; then
+    echo "install-deps: everything is installed"
+else
+    echo "install-deps: installing ${wanted[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update -q
+    # Keep a distro nginx package from starting a system server on port 80.
+    policy_added=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+        "${SUDO[@]}" chmod 755 /usr/sbin/policy-rc.d
+        policy_added=1
+    fi
+    status=0
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${wanted[@]}" || status=$?
+    if [ "$policy_added" -eq 1 ]; then "${SUDO[@]}" rm -f /usr/sbin/policy-rc.d; fi
+    [ "$status" -eq 0 ] || exit "$status"
+fi
+
+# FUSE needs its device; say so plainly instead of failing later.
+if [ ! -e /dev/fuse ]; then
+    echo "install-deps: warning: /dev/fuse is missing; mounts (and the mount tests) cannot work here" >&2
+fi

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds RangeFS and runs the whole test suite (unit tests and the integration
+# tests, which mount real manifests against a local nginx).
+# Usage: scripts/test.sh [extra `swift test` arguments, e.g. --filter RangeFSIntegrationTests]
+# The exit code is the test result.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+echo "== swift build"
+swift build
+
+# The integration tests look for the binary here unless RANGEFS_BIN says otherwise.
+export RANGEFS_BIN="${RANGEFS_BIN:-$PWD/.build/debug/rangefs}"
+
+echo "== swift test"
+swift test "$@"
