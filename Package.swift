@@ -50,7 +50,7 @@ let package = Package(
         // A scriptable HTTP server on loopback that misbehaves on purpose, for the tests.
         .target(name: "FaultServer", path: "Tests/FaultServer"),
         .testTarget(name: "RangeFSCoreTests", dependencies: ["RangeFSCore"]),
-        .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "FaultServer", "rangefs"]),
+        .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "FaultServer", "CSystem", "rangefs"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -43,6 +43,18 @@ struct MountCommand: ParsableCommand {
     @Option(help: "A file of extra CA certificates (PEM) to trust for https, besides the system's.")
     var caFile: String?
 
+    @Option(help: "Evict least recently used data to keep the cache at most this big, e.g. 20G.")
+    var cacheMaxSize: String?
+
+    @Option(help: "Evict least recently used data to keep at least this much free on the cache's disk, e.g. 5G.")
+    var cacheMinFree: String?
+
+    @Option(help: "HTTP proxy for every request, e.g. http://cache.local:3128 (default: $http_proxy, $https_proxy, $no_proxy).")
+    var proxy: String?
+
+    @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable); never logged.")
+    var headers: [String] = []
+
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
@@ -69,6 +81,15 @@ struct MountCommand: ParsableCommand {
         if let maxRate, ByteSize.parse(maxRate).map({ $0 > 0 }) != true {
             throw ValidationError("--max-rate must be a positive number of bytes per second, e.g. 500K or 2M (got '\(maxRate)')")
         }
+        for (name, value) in [("--cache-max-size", cacheMaxSize), ("--cache-min-free", cacheMinFree)] {
+            if let value, ByteSize.parse(value) == nil {
+                throw ValidationError("\(name) must be a size such as 500M or 20G (got '\(value)')")
+            }
+        }
+        if let proxy, !(proxy.hasPrefix("http://") || proxy.hasPrefix("https://") || proxy.hasPrefix("socks")) {
+            throw ValidationError("--proxy must be a URL such as http://proxy:3128 (got '\(proxy)')")
+        }
+        _ = try parsedHeaders()
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file \(caFile) cannot be read")
         }
@@ -87,6 +108,24 @@ struct MountCommand: ParsableCommand {
         guard result.status == 0 else {
             throw CommandFailure("\(path) is a stale mount and could not be cleared: \(result.output)")
         }
+    }
+
+    /// `--header 'Name: value'` as a dictionary; a malformed one is a usage error.
+    private func parsedHeaders() throws -> [String: String] {
+        var parsed: [String: String] = [:]
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":") else {
+                throw ValidationError("--header must look like 'Name: value'")
+            }
+            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let nameIsToken = !name.isEmpty && name.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 32 && $0.value < 127 && $0 != ":" }
+            guard nameIsToken, !value.contains("\r"), !value.contains("\n") else {
+                throw ValidationError("--header '\(name)': a header name is one word and a value holds no line breaks")
+            }
+            parsed[name] = value
+        }
+        return parsed
     }
 
     func run() throws {
@@ -115,6 +154,10 @@ struct MountCommand: ParsableCommand {
                              "--log-level", logLevel, "--ready-fd", "3"]
             if let maxRate { arguments += ["--max-rate", maxRate] }
             if let caFile { arguments += ["--ca-file", absolutePath(caFile)] }
+            if let cacheMaxSize { arguments += ["--cache-max-size", cacheMaxSize] }
+            if let cacheMinFree { arguments += ["--cache-min-free", cacheMinFree] }
+            if let proxy { arguments += ["--proxy", proxy] }
+            for header in headers { arguments += ["--header", header] }
             for option in mountOptions { arguments += ["-o", option] }
             try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3)
             return
@@ -126,6 +169,9 @@ struct MountCommand: ParsableCommand {
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
                                  caFile: caFile.map(absolutePath),
+                                 cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
+                                                          minFreeBytes: cacheMinFree.flatMap(ByteSize.parse)),
+                                 proxy: proxy, headers: try parsedHeaders(),
                                  logLevel: Logger.Level(rawValue: logLevel)!, readyDescriptor: readyFd)
         try runner.run()
     }

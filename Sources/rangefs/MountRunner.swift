@@ -15,6 +15,11 @@ struct MountRunner {
     /// Cap on the background transfers' combined speed, bytes per second.
     var maxRate: UInt64?
     var caFile: String?
+    var cacheLimits = CacheLimits()
+    /// An HTTP proxy for every request (else libcurl's `http_proxy`/`https_proxy`/`no_proxy`).
+    var proxy: String?
+    /// Headers sent with every request (an entry's own headers win); never logged.
+    var headers: [String: String] = [:]
     var logLevel: Logger.Level
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
@@ -42,12 +47,17 @@ struct MountRunner {
         }
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.caFile = caFile
+        clientConfiguration.proxy = proxy
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
                                            committer: Committer(), policy: policy, logger: logger)
-        let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, environment: environment)
+        var manifest = manifest
+        for index in manifest.entries.indices {
+            manifest.entries[index].headers.merge(headers) { own, _ in own }
+        }
+        let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher)
         let control: ControlServer

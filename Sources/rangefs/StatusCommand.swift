@@ -148,13 +148,22 @@ struct MountControlTarget {
 
     /// Sends a command; a failure becomes a message that names the mountpoint.
     func perform(_ command: ControlCommand) throws -> MountStatus {
+        try send(command, paths: nil).status
+    }
+
+    /// Sends a command with paths; returns the status after it and what the mount says it did.
+    func send(_ command: ControlCommand, paths: [String]?) throws -> (status: MountStatus, message: String?) {
         do {
-            return try ControlClient.send(command, to: socketPath, timeout: Self.timeout).requireStatus()
+            let reply = try ControlClient.send(command, paths: paths, to: socketPath, timeout: Self.timeout)
+            return (try reply.requireStatus(), reply.message)
         } catch {
             let action = switch command {
             case .status: "get the status of"
             case .pause: "pause"
             case .resume: "resume"
+            case .evict: "evict from"
+            case .pin: "pin in"
+            case .unpin: "unpin in"
             }
             throw CommandFailure("cannot \(action) \(mountpoint): \(error)")
         }

@@ -31,6 +31,8 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var state: CacheState
     public var failure: String?
     public var lastAccess: Double
+    /// Kept whatever the size limit (`rangefs pin`).
+    public var pinned: Bool
 
     public var validator: RemoteValidator {
         RemoteValidator(etag: etag, lastModified: lastModified)
@@ -82,6 +84,11 @@ public final class MetadataStore: Sendable {
                 table.column("value", .text).notNull()
             }
         }
+        migrator.registerMigration("v3-pinned") { db in
+            try db.alter(table: CachedFileRecord.databaseTableName) { table in
+                table.add(column: "pinned", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 
@@ -114,6 +121,23 @@ public final class MetadataStore: Sendable {
         try database.write { db in
             try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, failure = NULL WHERE url = ?",
                            arguments: [Data(bitmap), state.rawValue, url])
+        }
+    }
+
+    /// Files holding cached data that may be evicted, the first to go first: partial before
+    /// complete, then least recently used.
+    public func evictionCandidates() throws -> [CachedFileRecord] {
+        try database.read { db in
+            try CachedFileRecord.fetchAll(db, sql: """
+                SELECT * FROM cached_file WHERE pinned = 0 AND state IN ('partial', 'complete')
+                ORDER BY state = 'complete', lastAccess
+                """)
+        }
+    }
+
+    public func setPinned(url: String, _ pinned: Bool) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET pinned = ? WHERE url = ?", arguments: [pinned, url])
         }
     }
 

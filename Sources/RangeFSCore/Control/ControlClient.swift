@@ -5,8 +5,9 @@ public enum ControlClient {
     /// Sends `command` to the mount listening at `path` and returns its decoded reply (which may
     /// be `ok:false`; `ControlReply.requireStatus()` turns that into an error). The whole
     /// exchange, connecting included, is bounded by `timeout`.
-    public static func send(_ command: ControlCommand, to path: String, timeout: Duration = .seconds(5)) throws(ControlError) -> ControlReply {
-        try exchange(ControlWire.line(ControlRequest(command: command)), with: path, timeout: timeout)
+    public static func send(_ command: ControlCommand, paths: [String]? = nil, to path: String,
+                            timeout: Duration = .seconds(5)) throws(ControlError) -> ControlReply {
+        try exchange(ControlWire.line(ControlRequest(command: command, paths: paths)), with: path, timeout: timeout)
     }
 
     /// Sends raw request bytes; tests use it to speak out of turn.

@@ -5,14 +5,23 @@ public enum ControlCommand: String, Codable, Sendable, CaseIterable {
     case status
     case pause
     case resume
+    /// Drop the cached data of `paths` (all files when empty) that nobody is using.
+    case evict
+    /// Fetch `paths` now and keep them whatever the cache limits.
+    case pin
+    /// Let `paths` be evicted again.
+    case unpin
 }
 
-/// The one request line a client sends: `{"command":"status"}`.
+/// The one request line a client sends: `{"command":"status"}`, `{"command":"pin","paths":["a.mp3"]}`.
 public struct ControlRequest: Codable, Sendable, Equatable {
     public var command: ControlCommand
+    /// Paths inside the mount, for the commands that take them.
+    public var paths: [String]?
 
-    public init(command: ControlCommand) {
+    public init(command: ControlCommand, paths: [String]? = nil) {
         self.command = command
+        self.paths = paths
     }
 }
 
@@ -22,15 +31,18 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var ok: Bool
     public var status: MountStatus?
     public var error: String?
+    /// What a command did, in a sentence for the user (evict, pin, unpin).
+    public var message: String?
 
-    public init(ok: Bool, status: MountStatus?, error: String?) {
+    public init(ok: Bool, status: MountStatus?, error: String?, message: String? = nil) {
         self.ok = ok
         self.status = status
         self.error = error
+        self.message = message
     }
 
-    public static func success(_ status: MountStatus) -> ControlReply {
-        ControlReply(ok: true, status: status, error: nil)
+    public static func success(_ status: MountStatus, message: String? = nil) -> ControlReply {
+        ControlReply(ok: true, status: status, error: nil, message: message)
     }
 
     public static func failure(_ message: String) -> ControlReply {
@@ -60,6 +72,17 @@ enum ControlWire {
         // Encoding our own plain structs cannot fail; if it somehow did, say so on the wire.
         let data = (try? encoder.encode(value)) ?? Data(#"{"ok":false,"error":"cannot encode the reply"}"#.utf8)
         return Array(data) + [UInt8(ascii: "\n")]
+    }
+
+    /// The request of a request line, or the error message to answer with.
+    static func request(fromLine line: [UInt8]) -> Result<ControlRequest, ControlRequestError> {
+        command(fromRequest: line).flatMap { command in
+            struct WithPaths: Decodable { var paths: [String]? }
+            guard let extra = try? JSONDecoder().decode(WithPaths.self, from: Data(line)) else {
+                return .failure(ControlRequestError("malformed request: \"paths\" must be a list of strings"))
+            }
+            return .success(ControlRequest(command: command, paths: extra.paths))
+        }
     }
 
     /// The command of a request line, or the error message to answer with.

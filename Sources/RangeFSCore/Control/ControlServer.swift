@@ -151,17 +151,27 @@ public final class ControlServer: Sendable {
     }
 
     private func reply(to line: [UInt8]) -> ControlReply {
-        switch ControlWire.command(fromRequest: line) {
+        switch ControlWire.request(fromLine: line) {
         case .failure(let error):
             return .failure(error.message)
-        case .success(.status):
-            return .success(control.status())
-        case .success(.pause):
-            control.setPaused(true)
-            return .success(control.status())
-        case .success(.resume):
-            control.setPaused(false)
-            return .success(control.status())
+        case .success(let request):
+            switch request.command {
+            case .status:
+                return .success(control.status())
+            case .pause:
+                control.setPaused(true)
+                return .success(control.status())
+            case .resume:
+                control.setPaused(false)
+                return .success(control.status())
+            case .evict, .pin, .unpin:
+                do {
+                    let message = try control.manage(request.command, paths: request.paths ?? [])
+                    return .success(control.status(), message: message)
+                } catch {
+                    return .failure(error.description)
+                }
+            }
         }
     }
 

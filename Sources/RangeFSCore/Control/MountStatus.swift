@@ -52,4 +52,21 @@ public struct FileStatus: Codable, Sendable, Equatable {
 public protocol MountControl: Sendable {
     func status() -> MountStatus
     func setPaused(_ paused: Bool)
+    /// `evict`, `pin` or `unpin` of paths inside the mount; returns what was done, in a sentence.
+    func manage(_ command: ControlCommand, paths: [String]) throws(MountControlError) -> String
+}
+
+extension MountControl {
+    public func manage(_ command: ControlCommand, paths: [String]) throws(MountControlError) -> String {
+        throw MountControlError("this mount does not support \(command.rawValue)")
+    }
+}
+
+/// Why a mount refused a command (unknown path, …); the text goes back to the user.
+public struct MountControlError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
 }

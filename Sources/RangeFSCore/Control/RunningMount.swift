@@ -21,6 +21,46 @@ public final class RunningMount: MountControl {
         prefetcher.setPaused(paused)
     }
 
+    public func manage(_ command: ControlCommand, paths: [String]) throws(MountControlError) -> String {
+        let entries = try entryIndices(of: paths)
+        switch command {
+        case .evict:
+            let busy = catalog.evict(entries: entries)
+            let scope = paths.isEmpty ? "every file" : "\(entries.count) file(s)"
+            return busy.isEmpty ? "evicted the cached data of \(scope)"
+                : "evicted the cached data of \(scope) except \(busy.count) in use or pinned: \(busy.joined(separator: ", "))"
+        case .pin:
+            guard !entries.isEmpty else { throw MountControlError("pin needs at least one path") }
+            catalog.setPinned(entries: entries, true)
+            prefetcher.complete(entries: entries)
+            return "pinned \(entries.count) file(s); they are fetched now and kept whatever the cache limits"
+        case .unpin:
+            guard !entries.isEmpty else { throw MountControlError("unpin needs at least one path") }
+            catalog.setPinned(entries: entries, false)
+            return "unpinned \(entries.count) file(s)"
+        case .status, .pause, .resume:
+            throw MountControlError("\(command.rawValue) takes no paths")
+        }
+    }
+
+    /// Manifest entries for paths inside the mount (relative, or absolute under the mountpoint);
+    /// a directory stands for every file below it.
+    private func entryIndices(of paths: [String]) throws(MountControlError) -> [Int] {
+        var indices: [Int] = []
+        for path in paths {
+            var relative = path
+            if relative.hasPrefix(mountpoint + "/") { relative.removeFirst(mountpoint.count + 1) }
+            while relative.hasSuffix("/") { relative.removeLast() }
+            let matches = catalog.manifest.entries.indices.filter { index in
+                let entryPath = catalog.manifest.entries[index].path.description
+                return relative.isEmpty || relative == "." || entryPath == relative || entryPath.hasPrefix(relative + "/")
+            }
+            guard !matches.isEmpty else { throw MountControlError("\(path) is not a file of this mount") }
+            indices += matches
+        }
+        return Array(Set(indices)).sorted()
+    }
+
     /// The status of one entry, also for its extended attributes.
     public func fileStatus(ofEntry index: Int) -> FileStatus {
         let entry = catalog.manifest.entries[index]

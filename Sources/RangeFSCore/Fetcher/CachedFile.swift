@@ -85,6 +85,8 @@ public final class CachedFile: Sendable {
         case expire(waiter: Int, after: Duration)
         case invalidated
         case rangesIgnored
+        /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
+        case cachedBytes(Int64)
         case reply(ReadCompletion, Result<ReadyBytes, FetchError>)
         case commit
     }
@@ -111,18 +113,22 @@ public final class CachedFile: Sendable {
     public var snapshot: CachedFileSnapshot {
         let now = ContinuousClock.now
         return state.withLock { state in
-            var present = UInt64(state.available.presentCount) * layout.blockSize
-            if let last = (0..<layout.blockCount).last, state.available.contains(last) {
-                // The last block is usually shorter than a whole one.
-                present -= layout.blockSize - UInt64(layout.byteRange(ofBlock: last).count)
-            }
-            return CachedFileSnapshot(size: layout.fileSize,
-                                      cachedBytes: present,
+            CachedFileSnapshot(size: layout.fileSize,
+                                      cachedBytes: cachedBytes(of: state.available),
                                       complete: state.complete,
                                       activeTransfers: state.transfers.count,
                                       lastFailure: state.lastFailure,
                                       bytesPerSecond: state.rate.bytesPerSecond(at: now))
         }
+    }
+
+    /// The bytes the blocks of `bitmap` hold (the last block is usually shorter than the rest).
+    func cachedBytes(of bitmap: BlockBitmap) -> UInt64 {
+        var bytes = UInt64(bitmap.presentCount) * layout.blockSize
+        if let last = (0..<layout.blockCount).last, bitmap.contains(last) {
+            bytes -= layout.blockSize - UInt64(layout.byteRange(ofBlock: last).count)
+        }
+        return bytes
     }
 
     // MARK: Opening and closing
@@ -341,6 +347,8 @@ public final class CachedFile: Sendable {
                 events.invalidated(self)
             case .rangesIgnored:
                 events.rangesIgnored(self)
+            case .cachedBytes(let delta):
+                events.cachedBytesChanged(delta)
             case .notify(let observer, let succeeded):
                 observer(succeeded)
             case .reply(let completion, let result):
@@ -381,14 +389,17 @@ public final class CachedFile: Sendable {
             state.rate.record(data.count, at: now)
             state.transfers[id] = transfer
             var block = layout.blocks(covering: offset..<(offset + 1)).lowerBound
+            var added: UInt64 = 0
             while block < transfer.blocks.upperBound, layout.byteRange(ofBlock: block).upperBound <= transfer.frontier {
                 if !state.available.contains(block) {
                     state.available.insert(block)
-                    state.uncommittedBytes += UInt64(layout.byteRange(ofBlock: block).count)
+                    added += UInt64(layout.byteRange(ofBlock: block).count)
                 }
                 block += 1
             }
+            state.uncommittedBytes += added
             var actions = answerWaiters(in: &state, overlapping: transfer.bytes)
+            if added > 0 { actions.append(.cachedBytes(Int64(added))) }
             if state.uncommittedBytes >= environment.policy.commitIntervalBytes, !state.commitScheduled {
                 state.commitScheduled = true
                 actions.append(.commit)
@@ -465,6 +476,7 @@ public final class CachedFile: Sendable {
             state.lastFailure = state.invalidated
             let failure = FetchError("\(url.redactedForDisplay): remote file changed; open the file again")
             var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+            actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
             actions.append(.invalidated)
             return actions
         default:
@@ -543,11 +555,14 @@ public final class CachedFile: Sendable {
             // The data may not be on disk (a full disk shows up here, at writeback): trust only
             // what is durable, so those blocks are fetched again rather than served from a hole.
             environment.logger.error("cannot commit cached blocks of \(url.redactedForDisplay): \(error)")
-            state.withLock { state in
+            let dropped = state.withLock { state -> UInt64 in
+                let dropped = cachedBytes(of: state.available) - cachedBytes(of: state.durable)
                 state.available = state.durable
                 state.lastFailure = "\(error)"
                 closeIfIdle(&state)
+                return dropped
             }
+            events.cachedBytesChanged(-Int64(dropped))
         }
     }
 
@@ -566,6 +581,32 @@ public final class CachedFile: Sendable {
         }
     }
 
+    // MARK: Eviction
+
+    /// Drops every cached block and the data file, unless a reader or a transfer uses the
+    /// file. Returns the bytes freed, or nil when the file is busy. Runs on the committer's
+    /// queue, so no commit of this file can race with it.
+    func evictIfIdle() -> UInt64? {
+        state.withLock { state -> UInt64? in
+            guard state.openHandles == 0, state.transfers.isEmpty, state.waiters.isEmpty,
+                  !state.commitScheduled, state.invalidated == nil else { return nil }
+            let freed = cachedBytes(of: state.available)
+            state.dataFile = nil
+            // Removed under the lock: no read can reopen the old file in between.
+            unlink(environment.directory.dataPath(name: dataName, complete: false))
+            unlink(environment.directory.dataPath(name: dataName, complete: true))
+            state.available = BlockBitmap(blockCount: layout.blockCount)
+            state.durable = state.available
+            state.complete = layout.blockCount == 0
+            state.uncommittedBytes = 0
+            return freed
+        }
+    }
+
+    var emptyBitmap: [UInt8] {
+        BlockBitmap(blockCount: layout.blockCount).serialized
+    }
+
     // MARK: Data file
 
     private func openDataFile(_ state: inout State) throws -> DataFile {
@@ -579,6 +620,7 @@ public final class CachedFile: Sendable {
         if !existed, state.durable.presentCount > 0 {
             // The data was removed behind our back: what the bitmap says is no longer true.
             environment.logger.warning("cache data of \(url.redactedForDisplay) is missing; fetching it again")
+            events.cachedBytesChanged(-Int64(cachedBytes(of: state.available)))
             state.available = BlockBitmap(blockCount: layout.blockCount)
             state.durable = state.available
             state.complete = false
@@ -603,6 +645,8 @@ struct CachedFileEvents: Sendable {
     var invalidated: @Sendable (CachedFile) -> Void
     /// Its server ignores ranges: the catalog remembers that for the host.
     var rangesIgnored: @Sendable (CachedFile) -> Void
+    /// Its cached bytes grew or shrank by this much.
+    var cachedBytesChanged: @Sendable (Int64) -> Void
 }
 
 /// A point-in-time view of a cached file, for status and extended attributes.

@@ -12,6 +12,11 @@ public final class Committer: Sendable {
         queue.async(execute: work)
     }
 
+    /// Runs `work` on the commit queue and waits for it.
+    func sync<T>(_ work: () throws -> T) rethrows -> T {
+        try queue.sync(execute: work)
+    }
+
     /// Returns once everything scheduled so far is committed (used at unmount).
     public func drain() {
         queue.sync {}

@@ -9,8 +9,11 @@ public final class FileCatalog: Sendable {
     public let manifest: Manifest
     private let environment: FetchEnvironment
     private let blockSize: UInt64
-    /// What the database knew when the mount started.
-    private let storedRecords: [String: CachedFileRecord]
+    /// What the database knew when the mount started, for files not loaded yet (eviction
+    /// empties their bitmaps here too).
+    private let storedRecords: Mutex<[String: CachedFileRecord]>
+    /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
+    public let budget: CacheBudget
     private let slots = Mutex<[String: Slot]>([:])
     private let usage = Mutex(FileUsage())
     /// Why the last size probe of a URL failed, until one succeeds.
@@ -30,12 +33,20 @@ public final class FileCatalog: Sendable {
         case ready(CachedFile)
     }
 
-    public init(manifest: Manifest, blockSize: UInt64, environment: FetchEnvironment) throws {
+    public init(manifest: Manifest, blockSize: UInt64, limits: CacheLimits = CacheLimits(),
+                environment: FetchEnvironment) throws {
         precondition(blockSize > 0, "block size must be positive")
         self.manifest = manifest
         self.blockSize = blockSize
         self.environment = environment
-        storedRecords = try environment.store.allRecords()
+        let records = try environment.store.allRecords()
+        storedRecords = Mutex(records)
+        let cached = records.values.reduce(UInt64(0)) { total, record in
+            let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+            let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))?.presentCount ?? 0
+            return total + min(record.size, UInt64(present) * record.blockSize)
+        }
+        budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
         let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
         rangeIgnoringServers = Mutex(Set(ignoring.split(separator: "\n").map(String.init)))
     }
@@ -54,7 +65,7 @@ public final class FileCatalog: Sendable {
                 slots[key] = .probing(waiting)
                 return .wait
             case nil:
-                if let record = storedRecords[key] {
+                if let record = storedRecords.withLock({ $0[key] }) {
                     let file = makeFile(record: record, entry: entry)
                     slots[key] = .ready(file)
                     return .ready(file)
@@ -163,7 +174,7 @@ public final class FileCatalog: Sendable {
                     modified: info.modified?.timeIntervalSince1970, blockSize: blockSize,
                     bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: info.size, blockSize: blockSize).blockCount).serialized),
                     state: info.size == 0 ? .complete : .remote, failure: nil,
-                    lastAccess: Date().timeIntervalSince1970)
+                    lastAccess: Date().timeIntervalSince1970, pinned: false)
                 // Saved before any block of it can be committed: commits run on the same queue.
                 let store = environment.store
                 let logger = environment.logger
@@ -199,7 +210,8 @@ public final class FileCatalog: Sendable {
     private func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
         let ignoresRanges = rangeIgnoringServers.withLock { $0.contains(Self.server(of: entry.url)) }
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
-                                      rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) })
+                                      rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
+                                      cachedBytesChanged: { [self] delta in cachedBytesChanged(by: delta) })
         return CachedFile(record: record, url: entry.url, headers: entry.headers, environment: environment,
                           serverIgnoresRanges: ignoresRanges, events: events)
     }
@@ -242,6 +254,109 @@ public final class FileCatalog: Sendable {
                 }
             } catch {
                 logger.error("cannot discard the cache of \(file.url.redactedForDisplay): \(error)")
+            }
+        }
+    }
+
+    // MARK: Keeping within the limits
+
+    private let evictionScheduled = Mutex(false)
+
+    private func cachedBytesChanged(by delta: Int64) {
+        budget.add(delta)
+        guard delta > 0, !budget.limits.isUnlimited, budget.excess > 0 else { return }
+        let first = evictionScheduled.withLock { scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        guard first else { return }
+        environment.committer.schedule { [self] in
+            evictionScheduled.withLock { $0 = false }
+            makeRoom()
+        }
+    }
+
+    /// Evicts least recently used files nobody is using, partial ones first, until the cache is
+    /// within its limits (or nothing more can go). Runs on the committer's queue.
+    private func makeRoom() {
+        var excess = budget.excess
+        guard excess > 0 else { return }
+        let candidates: [CachedFileRecord]
+        do {
+            candidates = try environment.store.evictionCandidates()
+        } catch {
+            environment.logger.error("cannot choose files to evict: \(error)")
+            return
+        }
+        for record in candidates where excess > 0 {
+            guard let freed = evict(record) else { continue }
+            environment.logger.info("evicted \(URL(string: record.url)?.redactedForDisplay ?? "a file") (\(freed) bytes) to keep the cache within its limits")
+            excess = budget.excess
+        }
+        if excess > 0 {
+            environment.logger.warning("the cache is \(excess) bytes over its limits and every cached file is in use or pinned")
+        }
+    }
+
+    /// Drops a file's cached data if nobody uses it; returns the bytes freed.
+    /// Runs on the committer's queue.
+    @discardableResult
+    private func evict(_ record: CachedFileRecord) -> UInt64? {
+        let key = record.url
+        let freed = slots.withLock { slots -> UInt64? in
+            if case .ready(let file) = slots[key] {
+                return file.evictIfIdle()
+            }
+            // Not loaded: nothing can be using it; update what a later load will see.
+            let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+            let empty = BlockBitmap(blockCount: layout.blockCount)
+            let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
+            storedRecords.withLock { records in
+                records[key]?.bitmap = Data(empty.serialized)
+                records[key]?.state = .remote
+            }
+            unlink(environment.directory.dataPath(name: record.dataName, complete: false))
+            unlink(environment.directory.dataPath(name: record.dataName, complete: true))
+            return min(record.size, UInt64(present?.presentCount ?? 0) * record.blockSize)
+        }
+        guard let freed else { return nil }
+        let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+        do {
+            try environment.store.commitBlocks(url: key, bitmap: BlockBitmap(blockCount: layout.blockCount).serialized,
+                                               state: layout.blockCount == 0 ? .complete : .remote)
+        } catch {
+            environment.logger.error("cannot record the eviction of \(URL(string: key)?.redactedForDisplay ?? key): \(error)")
+        }
+        budget.add(-Int64(freed))
+        return freed
+    }
+
+    /// `rangefs evict`: drops the cached data of these entries (all when empty) that nobody uses.
+    /// Returns the paths that were busy and kept.
+    public func evict(entries: [Int]) -> [String] {
+        let targets = entries.isEmpty ? Array(manifest.entries.indices) : entries
+        var busy: [String] = []
+        environment.committer.sync { [self] in
+            let records = (try? environment.store.allRecords()) ?? [:]
+            for index in targets {
+                let entry = manifest.entries[index]
+                guard let record = records[entry.url.absoluteString], record.state != .remote else { continue }
+                if record.pinned || evict(record) == nil { busy.append(entry.path.description) }
+            }
+        }
+        return busy
+    }
+
+    /// `rangefs pin`: keeps these entries whatever the limits (pinned = true) or releases them.
+    public func setPinned(entries: [Int], _ pinned: Bool) {
+        for index in entries {
+            let key = manifest.entries[index].url.absoluteString
+            let store = environment.store
+            // After the record exists: pinning asks for its size first.
+            file(forEntry: index) { [environment] _ in
+                environment.committer.schedule {
+                    try? store.setPinned(url: key, pinned)
+                }
             }
         }
     }

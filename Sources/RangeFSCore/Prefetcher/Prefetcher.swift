@@ -44,6 +44,8 @@ public final class Prefetcher: Sendable {
         var pending: [Int]
         var cursor = 0
         var restingUntil: [String: ContinuousClock.Instant] = [:]
+        /// Entries to complete first (pinned ones).
+        var urgent: [Int] = []
     }
 
     private let client: any RemoteClient
@@ -66,7 +68,10 @@ public final class Prefetcher: Sendable {
 
     /// Begins background work (unless paused) and listens for files being opened.
     public func start() {
-        guard configuration.policy != .none else { return }
+        guard configuration.policy != .none else {
+            if isPaused { client.setBackgroundPaused(true) }
+            return
+        }
         catalog.onFileOpened { [self] in pump() }
         if isPaused {
             client.setBackgroundPaused(true)
@@ -91,6 +96,18 @@ public final class Prefetcher: Sendable {
         }
         logger.info(paused ? "background fetching paused" : "background fetching resumed")
         if !paused { pump() }
+    }
+
+    /// Fetches these entries completely now (`rangefs pin`), ahead of the rest of the manifest
+    /// and also under `--prefetch opened` or `none`.
+    public func complete(entries: [Int]) {
+        state.withLock { state in
+            for index in entries.reversed() where !state.urgent.contains(index) {
+                state.urgent.insert(index, at: 0)
+            }
+        }
+        catalog.onFileOpened { [self] in pump() }
+        pump()
     }
 
     /// Fills every free slot with the most urgent work there is.
@@ -138,11 +155,28 @@ public final class Prefetcher: Sendable {
 
     /// Starts one background transfer or size probe in a reserved slot; false if there is none to start.
     private func startNext() -> Bool {
+        if startNextUrgent() { return true }
+        guard configuration.policy != .none, catalog.budget.hasRoom(for: configuration.chunkBytes) else { return false }
         for file in catalog.filesInUse() where startChunk(of: file) {
             return true
         }
         guard configuration.policy == .all else { return false }
         return startNextFromManifest()
+    }
+
+    /// Pinned entries first; one that is complete (or whose blocks are all on their way) leaves the list.
+    private func startNextUrgent() -> Bool {
+        for index in state.withLock({ $0.urgent }) {
+            let key = catalog.manifest.entries[index].url.absoluteString
+            guard !isResting(key) else { continue }
+            guard let file = catalog.knownFile(forEntry: index) else {
+                catalog.file(forEntry: index) { [self] result in finished(key, succeeded: result.isSuccess) }
+                return true
+            }
+            if startChunk(of: file) { return true }
+            if file.isComplete { state.withLock { $0.urgent.removeAll { $0 == index } } }
+        }
+        return false
     }
 
     private func startChunk(of file: CachedFile) -> Bool {

@@ -16,6 +16,8 @@ public final class CurlClient: RemoteClient {
         public var maxRedirects = 8
         /// Extra CA certificates (PEM) trusted besides the system's.
         public var caFile: String?
+        /// A proxy for every request; nil leaves libcurl to the usual `*_proxy` variables.
+        public var proxy: String?
 
         public init() {}
     }

@@ -69,6 +69,9 @@ final class CurlTransfer {
         if let caFile = configuration.caFile {
             rangefs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
         }
+        if let proxy = configuration.proxy {
+            rangefs_easy_setopt_string(easy, CURLOPT_PROXY, proxy)
+        }
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {

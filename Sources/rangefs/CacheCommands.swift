@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import RangeFSCore
+
+/// Paths given on the command line, as the mount sees them: relative to the mountpoint.
+private func pathsInside(_ mountpoint: String, _ paths: [String]) -> [String] {
+    paths.map { path in
+        let absolute = absolutePath(path)
+        return absolute.hasPrefix(mountpoint + "/") ? String(absolute.dropFirst(mountpoint.count + 1)) : path
+    }
+}
+
+struct EvictCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evict",
+        abstract: "Drop cached data now (files in use are kept).",
+        discussion: """
+        Without paths, every file's cached data goes; a directory stands for every file in it. \
+        Evicted files are fetched again when read.
+
+        Examples:
+          rangefs evict /mnt/media
+          rangefs evict /mnt/media /mnt/media/podcast/episode-01.mp3
+        """
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    @Argument(help: "Files or directories inside the mount (default: all).")
+    var paths: [String] = []
+
+    func run() throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let reply = try target.send(.evict, paths: pathsInside(target.mountpoint, paths))
+        Terminal.write((reply.message ?? "evicted") + "\n")
+    }
+}
+
+struct PinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin",
+        abstract: "Fetch files now and keep them whatever the cache limits.",
+        discussion: """
+        Pinned files are completed ahead of everything else (also with --prefetch none) and \
+        never evicted; 'rangefs unpin' releases them. A directory stands for every file in it.
+
+        Example:
+          rangefs pin /mnt/media /mnt/media/podcast
+        """
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    @Argument(help: "Files or directories inside the mount.")
+    var paths: [String]
+
+    func run() throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let reply = try target.send(.pin, paths: pathsInside(target.mountpoint, paths))
+        Terminal.write((reply.message ?? "pinned") + "\n")
+    }
+}
+
+struct UnpinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unpin",
+        abstract: "Let pinned files be evicted again.",
+        discussion: """
+        Example:
+          rangefs unpin /mnt/media /mnt/media/podcast
+        """
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    @Argument(help: "Files or directories inside the mount.")
+    var paths: [String]
+
+    func run() throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let reply = try target.send(.unpin, paths: pathsInside(target.mountpoint, paths))
+        Terminal.write((reply.message ?? "unpinned") + "\n")
+    }
+}
