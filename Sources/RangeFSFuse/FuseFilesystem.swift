@@ -1,6 +1,7 @@
 import CFuse
 import Foundation
 import Logging
+import Synchronization
 import RangeFSCore
 
 /// Answers kernel requests from the namespace and the file catalog. It holds no logic of its
@@ -16,6 +17,7 @@ public final class FuseFilesystem: Sendable {
     let attributeTimeout: Double = 300
     private let mountTime = Date()
     private let owner = (uid: getuid(), gid: getgid())
+    private let notifier = Mutex<FuseNotifier?>(nil)
 
     public init(namespace: Namespace, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?, logger: Logger) {
         self.namespace = namespace
@@ -23,6 +25,27 @@ public final class FuseFilesystem: Sendable {
         self.mount = mount
         self.controlSocketPath = controlSocketPath
         self.logger = logger
+        catalog.onRemoteChange { [weak self] url in self?.forgetKernelCopy(of: url) }
+    }
+
+    /// While mounted: the session to tell the kernel about changed files.
+    func attach(_ notifier: FuseNotifier?) {
+        self.notifier.withLock { $0 = notifier }
+    }
+
+    /// A remote file changed: the kernel must drop its cached size and pages of every path
+    /// that shows it. Done off the caller's thread: a notification must never be sent from
+    /// inside a request handler.
+    private func forgetKernelCopy(of url: URL) {
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        let inodes = catalog.manifest.entries.filter { $0.url == url }.compactMap { entry in
+            entry.path.components.reduce(Optional(Namespace.rootInode)) { parent, name in
+                parent.flatMap { namespace.lookup(parent: $0, name: name)?.inode }
+            }
+        }
+        DispatchQueue.global().async {
+            for inode in inodes { notifier.invalidate(inode: inode) }
+        }
     }
 
     // MARK: Names and attributes

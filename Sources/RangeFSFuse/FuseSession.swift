@@ -6,11 +6,22 @@ public struct FuseError: Error, CustomStringConvertible {
     public var description: String
 }
 
+/// Sends invalidations to the kernel. libfuse's notify functions may be called from any
+/// thread while the session exists; `FuseSession` detaches this before it destroys the session.
+struct FuseNotifier: @unchecked Sendable {
+    let session: OpaquePointer
+
+    func invalidate(inode: InodeNumber) {
+        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+    }
+}
+
 /// A mounted libfuse session: created and mounted in `init`, served by `run`, torn down after.
 /// Used from the one thread that mounts, runs and unmounts.
 public final class FuseSession {
     private let session: OpaquePointer
     private let filesystem: Unmanaged<FuseFilesystem>
+    private let fuseFilesystem: FuseFilesystem
     private var mounted = false
 
     /// Mounts `filesystem` read-only at `mountpoint`; `options` are extra `-o` mount options.
@@ -24,6 +35,7 @@ public final class FuseSession {
         }
         var operations = makeLowLevelOperations()
         self.filesystem = Unmanaged.passRetained(filesystem)
+        fuseFilesystem = filesystem
         guard let session = fuse_session_new(&args, &operations, MemoryLayout<fuse_lowlevel_ops>.size,
                                              self.filesystem.toOpaque()) else {
             self.filesystem.release()
@@ -36,6 +48,7 @@ public final class FuseSession {
             throw FuseError(description: "cannot mount at \(mountpoint)")
         }
         mounted = true
+        filesystem.attach(FuseNotifier(session: session))
     }
 
     /// Serves requests until unmounted or until SIGINT, SIGTERM or SIGHUP.
@@ -53,6 +66,7 @@ public final class FuseSession {
 
     /// Unmounts (if the kernel still has the mount) and frees the session.
     public func close() {
+        fuseFilesystem.attach(nil)
         if mounted {
             fuse_session_unmount(session)
             mounted = false

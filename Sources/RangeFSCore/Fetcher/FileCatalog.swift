@@ -20,6 +20,7 @@ public final class FileCatalog: Sendable {
     private let probeFailures = Mutex<[String: String]>([:])
     private let rangeIgnoringServers: Mutex<Set<String>>
     private let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
 
     /// Which files readers use, so background work can serve them first.
     private struct FileUsage {
@@ -115,6 +116,12 @@ public final class FileCatalog: Sendable {
                 return nil
             }
         }
+    }
+
+    /// Called (on whatever thread) when a remote file turned out to have changed, so that what
+    /// the kernel remembers of it (size, pages) can be dropped.
+    public func onRemoteChange(_ handler: @escaping @Sendable (URL) -> Void) {
+        remoteChangeHandler.withLock { $0 = handler }
     }
 
     /// Called (on whatever thread) whenever a reader opens a file: a hint for background work.
@@ -243,6 +250,7 @@ public final class FileCatalog: Sendable {
         slots.withLock { slots in
             if case .ready(let current) = slots[key], current === file { slots[key] = nil }
         }
+        remoteChangeHandler.withLock { $0 }?(file.url)
         let store = environment.store
         let directory = environment.directory
         let logger = environment.logger
