@@ -85,3 +85,29 @@ struct UnpinCommand: ParsableCommand {
         Terminal.write((reply.message ?? "unpinned") + "\n")
     }
 }
+
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Ask the server whether cached files changed; discard the ones that did.",
+        discussion: """
+        Every file with cached data is checked against the server (size, ETag, Last-Modified). \
+        A changed file loses its cached data and is fetched again, as the new version, when read. \
+        Exits non-zero when a file changed or could not be checked.
+
+        Example:
+          rangefs verify /mnt/media
+        """
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    func run() throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let reply = try target.send(.verify, paths: nil, timeout: .seconds(120))
+        let message = reply.message ?? "verified"
+        Terminal.write(message + "\n")
+        if !message.hasSuffix("all unchanged") { throw ExitCode(1) }
+    }
+}

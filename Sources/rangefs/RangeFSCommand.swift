@@ -17,6 +17,6 @@ struct RangeFSCommand: ParsableCommand {
           rangefs unmount /mnt/media
         """,
         version: RangeFSVersion.current,
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self]
+        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self]
     )
 }

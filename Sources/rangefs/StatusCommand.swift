@@ -152,9 +152,9 @@ struct MountControlTarget {
     }
 
     /// Sends a command with paths; returns the status after it and what the mount says it did.
-    func send(_ command: ControlCommand, paths: [String]?) throws -> (status: MountStatus, message: String?) {
+    func send(_ command: ControlCommand, paths: [String]?, timeout: Duration = MountControlTarget.timeout) throws -> (status: MountStatus, message: String?) {
         do {
-            let reply = try ControlClient.send(command, paths: paths, to: socketPath, timeout: Self.timeout)
+            let reply = try ControlClient.send(command, paths: paths, to: socketPath, timeout: timeout)
             return (try reply.requireStatus(), reply.message)
         } catch {
             let action = switch command {
@@ -164,6 +164,7 @@ struct MountControlTarget {
             case .evict: "evict from"
             case .pin: "pin in"
             case .unpin: "unpin in"
+            case .verify: "verify"
             }
             throw CommandFailure("cannot \(action) \(mountpoint): \(error)")
         }

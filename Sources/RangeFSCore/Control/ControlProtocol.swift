@@ -11,6 +11,8 @@ public enum ControlCommand: String, Codable, Sendable, CaseIterable {
     case pin
     /// Let `paths` be evicted again.
     case unpin
+    /// Ask the server whether cached files changed; discard the ones that did.
+    case verify
 }
 
 /// The one request line a client sends: `{"command":"status"}`, `{"command":"pin","paths":["a.mp3"]}`.

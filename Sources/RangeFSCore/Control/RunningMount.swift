@@ -38,6 +38,10 @@ public final class RunningMount: MountControl {
             guard !entries.isEmpty else { throw MountControlError("unpin needs at least one path") }
             catalog.setPinned(entries: entries, false)
             return "unpinned \(entries.count) file(s)"
+        case .verify:
+            let (checked, problems) = catalog.verify(timeout: .seconds(100))
+            return problems.isEmpty ? "verified \(checked) cached file(s): all unchanged"
+                : "verified \(checked) cached file(s):\n" + problems.joined(separator: "\n")
         case .status, .pause, .resume:
             throw MountControlError("\(command.rawValue) takes no paths")
         }

@@ -471,19 +471,41 @@ public final class CachedFile: Sendable {
             state.streamOnly = true
             return planStream(in: &state) + [.rangesIgnored]
         case .changed(let why):
-            environment.logger.error("\(url.redactedForDisplay) changed on the server (\(why)); its cached data is discarded and it starts over")
-            state.invalidated = "remote file changed (\(why))"
-            state.lastFailure = state.invalidated
-            let failure = FetchError("\(url.redactedForDisplay): remote file changed; open the file again")
-            var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
-            actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
-            actions.append(.invalidated)
-            return actions
+            return invalidate(because: why, in: &state)
         default:
             environment.logger.error("GET \(url.redactedForDisplay) bytes \(remainder.lowerBound)-\(remainder.upperBound &- 1) failed: \(error)")
             state.lastFailure = error.description
             return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): \(error)"))
         }
+    }
+
+    /// This version of the file is gone from the server: fail its readers, forget its data.
+    private func invalidate(because why: String, in state: inout State) -> [Action] {
+        guard state.invalidated == nil else { return [] }
+        environment.logger.error("\(url.redactedForDisplay) changed on the server (\(why)); its cached data is discarded and it starts over")
+        state.invalidated = "remote file changed (\(why))"
+        state.lastFailure = state.invalidated
+        let failure = FetchError("\(url.redactedForDisplay): remote file changed; open the file again")
+        var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+        actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
+        actions.append(.invalidated)
+        return actions
+    }
+
+    /// Compares the cached version with what the server says now (`rangefs verify`); a
+    /// different size or validator discards this version. Returns why it differs, or nil.
+    func verify(against info: RemoteFileInfo) -> String? {
+        var why: String?
+        if info.size != layout.fileSize {
+            why = "size was \(layout.fileSize), now \(info.size)"
+        } else if let etag = validator.etag, info.validator.etag != etag {
+            why = "ETag was \(etag), now \(info.validator.etag ?? "none")"
+        } else if validator.etag == nil, let modified = validator.lastModified, info.validator.lastModified != modified {
+            why = "Last-Modified was \(modified), now \(info.validator.lastModified ?? "none")"
+        }
+        guard let why else { return nil }
+        perform(state.withLock { invalidate(because: why, in: &$0) })
+        return why
     }
 
     /// A read that waited past the deadline fails rather than hang.

@@ -355,6 +355,44 @@ public final class FileCatalog: Sendable {
         return busy
     }
 
+    /// `rangefs verify`: asks the server about every file with cached data and discards the
+    /// versions that changed. Returns one line per changed or unreachable file, at most after
+    /// `timeout`.
+    public func verify(timeout: Duration) -> (checked: Int, problems: [String]) {
+        let indices = manifest.entries.indices.filter { index in
+            if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 }
+            let stored = storedRecords.withLock { $0[manifest.entries[index].url.absoluteString] }
+            return stored.map { $0.state != .remote } ?? false
+        }
+        let problems = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for index in indices {
+            let entry = manifest.entries[index]
+            group.enter()
+            file(forEntry: index) { [self] result in
+                guard case .success(let file) = result else {
+                    problems.withLock { $0.append("\(entry.path): size unknown") }
+                    return group.leave()
+                }
+                environment.client.probe(url: entry.url, headers: entry.headers) { outcome in
+                    switch outcome {
+                    case .success(let info):
+                        if let why = file.verify(against: info) {
+                            problems.withLock { $0.append("\(entry.path): changed (\(why)); cached data discarded") }
+                        }
+                    case .failure(let error):
+                        problems.withLock { $0.append("\(entry.path): \(error)") }
+                    }
+                    group.leave()
+                }
+            }
+        }
+        if group.wait(timeout: .now() + timeout.timeInterval) == .timedOut {
+            problems.withLock { $0.append("verification stopped after \(timeout); some files were not checked") }
+        }
+        return (indices.count, problems.withLock { $0 })
+    }
+
     /// `rangefs pin`: keeps these entries whatever the limits (pinned = true) or releases them.
     public func setPinned(entries: [Int], _ pinned: Bool) {
         for index in entries {
