@@ -7,7 +7,7 @@ import RangeFSCore
 /// Answers kernel requests from the namespace and the file catalog. It holds no logic of its
 /// own beyond translating: attributes into `stat`, results into replies, errors into errnos.
 public final class FuseFilesystem: Sendable {
-    let namespace: Namespace
+    private let tree: Mutex<MountedTree>
     let catalog: FileCatalog
     let mount: RunningMount
     /// Where `rangefs status`, `pause` and `resume` reach this mount.
@@ -19,13 +19,44 @@ public final class FuseFilesystem: Sendable {
     private let owner = (uid: getuid(), gid: getgid())
     private let notifier = Mutex<FuseNotifier?>(nil)
 
-    public init(namespace: Namespace, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?, logger: Logger) {
-        self.namespace = namespace
+    public init(tree: MountedTree, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?, logger: Logger) {
+        self.tree = Mutex(tree)
         self.catalog = catalog
         self.mount = mount
         self.controlSocketPath = controlSocketPath
         self.logger = logger
         catalog.onRemoteChange { [weak self] url in self?.forgetKernelCopy(of: url) }
+    }
+
+    /// What the kernel is shown right now; each request works on one snapshot of it.
+    private var current: MountedTree {
+        tree.withLock { $0 }
+    }
+
+    /// After `rangefs refresh`: shows the new tree, and tells the kernel to forget the names
+    /// that are gone or now lead elsewhere.
+    public func replaceTree(with newTree: MountedTree, manifest: Manifest) {
+        let old = tree.withLock { tree in
+            defer { tree = newTree }
+            return tree
+        }
+        guard let notifier = notifier.withLock({ $0 }) else { return }
+        var stale: [(parent: InodeNumber, name: String)] = []
+        var pending = [Namespace.rootInode]
+        while let directory = pending.popLast() {
+            for child in old.namespace.children(of: directory) {
+                let now = newTree.namespace.lookup(parent: directory, name: child.name)
+                let same = now.map { $0.isDirectory == child.isDirectory && newTree.catalogIndex(of: $0) == old.catalogIndex(of: child) } ?? false
+                if !same {
+                    stale.append((directory, child.name))
+                } else if child.isDirectory {
+                    pending.append(child.inode)
+                }
+            }
+        }
+        DispatchQueue.global().async { [stale] in
+            for (parent, name) in stale { notifier.invalidate(parent: parent, name: name) }
+        }
     }
 
     /// While mounted: the session to tell the kernel about changed files.
@@ -38,11 +69,9 @@ public final class FuseFilesystem: Sendable {
     /// inside a request handler.
     private func forgetKernelCopy(of url: URL) {
         guard let notifier = notifier.withLock({ $0 }) else { return }
-        let inodes = catalog.manifest.entries.filter { $0.url == url }.compactMap { entry in
-            entry.path.components.reduce(Optional(Namespace.rootInode)) { parent, name in
-                parent.flatMap { namespace.lookup(parent: $0, name: name)?.inode }
-            }
-        }
+        let tree = current
+        let entries = catalog.manifest.entries
+        let inodes = catalog.activeEntries.filter { entries[$0].url == url }.compactMap { tree.inode(of: entries[$0].path) }
         DispatchQueue.global().async {
             for inode in inodes { notifier.invalidate(inode: inode) }
         }
@@ -51,23 +80,26 @@ public final class FuseFilesystem: Sendable {
     // MARK: Names and attributes
 
     func lookup(_ request: FuseRequest, parent: InodeNumber, name: String) {
-        guard let node = namespace.lookup(parent: parent, name: name) else {
+        let tree = current
+        guard let node = tree.namespace.lookup(parent: parent, name: name) else {
             return request.reply(error: ENOENT)
         }
-        withAttributes(of: node, request) { request.reply(entry: $0, timeout: self.attributeTimeout) }
+        withAttributes(of: node, in: tree, request) { request.reply(entry: $0, timeout: self.attributeTimeout) }
     }
 
     func getattr(_ request: FuseRequest, inode: InodeNumber) {
-        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
-        withAttributes(of: node, request) { request.reply(attributes: $0, timeout: self.attributeTimeout) }
+        let tree = current
+        guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
+        withAttributes(of: node, in: tree, request) { request.reply(attributes: $0, timeout: self.attributeTimeout) }
     }
 
     /// Calls `body` with the node's attributes once its size is known, or replies with the error.
-    private func withAttributes(of node: NamespaceNode, _ request: FuseRequest, _ body: @escaping @Sendable (stat) -> Void) {
-        switch node.kind {
-        case .directory:
+    private func withAttributes(of node: NamespaceNode, in tree: MountedTree, _ request: FuseRequest,
+                                _ body: @escaping @Sendable (stat) -> Void) {
+        switch tree.catalogIndex(of: node) {
+        case nil:
             body(directoryAttributes(node))
-        case .file(let index):
+        case let index?:
             catalog.file(forEntry: index) { result in
                 switch result {
                 case .success(let file): body(self.fileAttributes(node, file))
@@ -115,18 +147,17 @@ public final class FuseFilesystem: Sendable {
     // MARK: Directories
 
     func opendir(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
-        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
+        let tree = current
+        guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
         guard node.isDirectory else { return request.reply(error: ENOTDIR) }
         // A listing is usually followed by a look-up of every name (`ls -l`): find the sizes
         // of all files here at once instead of one after another.
-        catalog.discoverSizes(ofEntries: namespace.children(of: inode).compactMap { child in
-            if case .file(let index) = child.kind { return index }
-            return nil
-        })
+        catalog.discoverSizes(ofEntries: tree.namespace.children(of: inode).compactMap(tree.catalogIndex(of:)))
         request.reply(open: info)
     }
 
     func readdir(_ request: FuseRequest, inode: InodeNumber, size: Int, offset: Int) {
+        let namespace = current.namespace
         guard let node = namespace.node(inode), node.isDirectory else { return request.reply(error: ENOTDIR) }
         let children = namespace.children(of: inode)
         var names: [(String, InodeNumber, mode_t)] = [(".", inode, S_IFDIR), ("..", node.parent, S_IFDIR)]
@@ -152,8 +183,9 @@ public final class FuseFilesystem: Sendable {
     // MARK: Files
 
     func open(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
-        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
-        guard case .file(let index) = node.kind else { return request.reply(error: EISDIR) }
+        let tree = current
+        guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
+        guard let index = tree.catalogIndex(of: node) else { return request.reply(error: EISDIR) }
         guard info.flags & O_ACCMODE == O_RDONLY else { return request.reply(error: EROFS) }
         catalog.open(entry: index) { result in
             switch result {
@@ -195,26 +227,28 @@ public final class FuseFilesystem: Sendable {
     // MARK: Extended attributes
 
     func getxattr(_ request: FuseRequest, inode: InodeNumber, name: String, size: Int) {
-        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
-        guard let value = extendedAttributes(of: node)[name] else { return request.reply(error: ENODATA) }
+        let tree = current
+        guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
+        guard let value = extendedAttributes(of: node, in: tree)[name] else { return request.reply(error: ENODATA) }
         request.reply(xattr: Array(value.utf8), bufferSize: size)
     }
 
     func listxattr(_ request: FuseRequest, inode: InodeNumber, size: Int) {
-        guard let node = namespace.node(inode) else { return request.reply(error: ENOENT) }
-        let names: [UInt8] = extendedAttributes(of: node).keys.sorted().flatMap { name -> [UInt8] in Array(name.utf8) + [0] }
+        let tree = current
+        guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
+        let names: [UInt8] = extendedAttributes(of: node, in: tree).keys.sorted().flatMap { name -> [UInt8] in Array(name.utf8) + [0] }
         request.reply(xattr: names, bufferSize: size)
     }
 
-    private func extendedAttributes(of node: NamespaceNode) -> [String: String] {
-        switch node.kind {
-        case .directory:
+    private func extendedAttributes(of node: NamespaceNode, in tree: MountedTree) -> [String: String] {
+        switch tree.catalogIndex(of: node) {
+        case nil:
             guard node.inode == Namespace.rootInode else { return [:] }
             // The root tells the CLI which process to wait for and where to send commands.
             var attributes = ["user.rangefs.pid": String(getpid())]
             attributes["user.rangefs.control"] = controlSocketPath
             return attributes
-        case .file(let index):
+        case let index?:
             let status = mount.fileStatus(ofEntry: index)
             var attributes = [
                 "user.rangefs.url": status.url,
@@ -237,6 +271,7 @@ public final class FuseFilesystem: Sendable {
         info.f_bsize = 4096
         info.f_frsize = 4096
         info.f_namemax = 255
+        let namespace = current.namespace
         info.f_files = fsfilcnt_t(namespace.fileCount + namespace.directoryCount)
         info.f_ffree = 0
         info.f_favail = 0

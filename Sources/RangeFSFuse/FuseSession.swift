@@ -14,6 +14,10 @@ struct FuseNotifier: @unchecked Sendable {
     func invalidate(inode: InodeNumber) {
         _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
     }
+
+    func invalidate(parent: InodeNumber, name: String) {
+        _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), name, name.utf8.count)
+    }
 }
 
 /// A mounted libfuse session: created and mounted in `init`, served by `run`, torn down after.

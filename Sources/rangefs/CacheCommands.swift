@@ -111,3 +111,26 @@ struct VerifyCommand: ParsableCommand {
         if !message.hasSuffix("all unchanged") { throw ExitCode(1) }
     }
 }
+
+struct RefreshCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "refresh",
+        abstract: "Read the manifest again and update the mount without unmounting.",
+        discussion: """
+        New entries appear, removed ones vanish (their cached data stays until evicted), and \
+        entries whose URL changed start over. A manifest with an error changes nothing.
+
+        Example:
+          rangefs refresh /mnt/media
+        """
+    )
+
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    func run() throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let reply = try target.send(.refresh, paths: nil, timeout: .seconds(60))
+        Terminal.write((reply.message ?? "refreshed") + "\n")
+    }
+}

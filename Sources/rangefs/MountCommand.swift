@@ -9,13 +9,27 @@ struct MountCommand: ParsableCommand {
         abstract: "Mount the files of a manifest at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
-        logs to rangefs.log in its cache directory. With -f it stays in front and logs to stderr; \
-        Ctrl-C or SIGTERM unmounts.
+        logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
+        in front and logs to stderr; Ctrl-C or SIGTERM unmounts, and so do 'rangefs unmount' and umount.
+
+        -o takes FUSE options (allow_other, default_permissions, …) and, as key=value, the \
+        settings of the flags below: cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
+        cache_max_size, cache_min_free, proxy, log_level, and foreground. A flag given on the \
+        command line wins over the same setting in -o. Options meant for mount(8) (rw, ro, \
+        defaults, noauto, user, _netdev, nofail, x-systemd.*) are ignored.
+
+        'rangefs MANIFEST MOUNTPOINT -o OPTIONS' is short for 'rangefs mount …': that is how \
+        'mount -t fuse.rangefs' and /etc/fstab start rangefs, through mount.fuse3, which looks \
+        for rangefs on the standard PATH (install it in /usr/local/bin or /usr/bin).
 
         Examples:
           rangefs mount media.txt /mnt/media
           rangefs mount --cache-dir /var/cache/media --block-size 1M media.txt /mnt/media
           rangefs mount -f -o allow_other,default_permissions media.txt /mnt/media
+          mount -t fuse.rangefs -o cache_dir=/var/cache/rangefs/media,prefetch=opened \\
+            /etc/rangefs/media.txt /mnt/media
+          # /etc/fstab:
+          /etc/rangefs/media.txt /mnt/media fuse.rangefs cache_dir=/var/cache/rangefs/media,allow_other,_netdev 0 0
         """
     )
 
@@ -58,7 +72,9 @@ struct MountCommand: ParsableCommand {
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
-    @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (e.g. allow_other).")
+    @Option(name: .customShort("o"), help: ArgumentHelp(
+        "Mount options, comma-separated: FUSE options such as allow_other or default_permissions, and this command's settings as key=value, e.g. cache_dir=DIR,prefetch=none (repeatable).",
+        valueName: "options"))
     var options: [String] = []
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
@@ -165,7 +181,7 @@ struct MountCommand: ParsableCommand {
         var prefetchConfiguration = Prefetcher.Configuration()
         prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
         prefetchConfiguration.maxDownloads = maxDownloads
-        let runner = MountRunner(manifest: loaded, mountpoint: mountPath, cachePath: cachePath,
+        let runner = MountRunner(manifest: loaded, manifestPath: manifestPath, mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
                                  caFile: caFile.map(absolutePath),

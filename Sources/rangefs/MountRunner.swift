@@ -2,11 +2,14 @@ import Foundation
 import Logging
 import RangeFSCore
 import RangeFSFuse
+import Synchronization
 
 /// Puts the parts together for one mount, serves it until unmounted, and shuts down in the
 /// order that loses nothing: stop transfers, commit what arrived, then release the kernel mount.
 struct MountRunner {
     var manifest: Manifest
+    /// Where the manifest is read again on `rangefs refresh`.
+    var manifestPath: String
     var mountpoint: String
     var cachePath: String
     var blockSize: UInt64
@@ -53,13 +56,19 @@ struct MountRunner {
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
                                            committer: Committer(), policy: policy, logger: logger)
-        var manifest = manifest
-        for index in manifest.entries.indices {
-            manifest.entries[index].headers.merge(headers) { own, _ in own }
-        }
+        let manifest = withGlobalHeaders(manifest)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
-        let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher)
+        let filesystemBox = Mutex<FuseFilesystem?>(nil)
+        let refresher = RunningMount.ManifestRefresher(
+            load: { [manifestPath, headers] in
+                Self.withGlobalHeaders(try Manifest.load(path: manifestPath), headers: headers)
+            },
+            show: { manifest, indices in
+                filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices),
+                                                           manifest: manifest)
+            })
+        let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher, refresher: refresher)
         let control: ControlServer
         do {
             control = try ControlServer(path: directory.controlSocketPath, control: mount)
@@ -67,9 +76,11 @@ struct MountRunner {
             catalog.shutdown()
             throw CommandFailure("\(error)")
         }
-        let namespace = Namespace(manifest: manifest)
-        let filesystem = FuseFilesystem(namespace: namespace, catalog: catalog, mount: mount,
+        let tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
+        let namespace = tree.namespace
+        let filesystem = FuseFilesystem(tree: tree, catalog: catalog, mount: mount,
                                         controlSocketPath: directory.controlSocketPath, logger: logger)
+        filesystemBox.withLock { $0 = filesystem }
         let session: FuseSession
         do {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions)
@@ -93,6 +104,19 @@ struct MountRunner {
         session.close()
         withExtendedLifetime(lock) {}
         logger.info("unmounted \(mountpoint)")
+    }
+
+    private func withGlobalHeaders(_ manifest: Manifest) -> Manifest {
+        Self.withGlobalHeaders(manifest, headers: headers)
+    }
+
+    /// `--header` values go with every entry; an entry's own header of the same name wins.
+    private static func withGlobalHeaders(_ manifest: Manifest, headers: [String: String]) -> Manifest {
+        var manifest = manifest
+        for index in manifest.entries.indices {
+            manifest.entries[index].headers.merge(headers) { own, _ in own }
+        }
+        return manifest
     }
 
     /// From now on stdout and stderr (and so the log) go to the cache's log file.

@@ -10,13 +10,19 @@ struct RangeFSCommand: ParsableCommand {
         Each URL in the manifest becomes a read-only file. A read asks the server for just \
         the blocks it needs (HTTP Range) and keeps them in a local cache that survives unmounts.
 
+        'rangefs MANIFEST MOUNTPOINT [-o OPTIONS]' is short for 'rangefs mount', so \
+        'mount -t fuse.rangefs' and /etc/fstab lines of type fuse.rangefs work too. \
+        'rangefs help SUBCOMMAND' shows each subcommand's options and examples.
+
         Examples:
           rangefs mount media.txt /mnt/media
           ls -la /mnt/media
           rangefs status /mnt/media
           rangefs unmount /mnt/media
+          mount -t fuse.rangefs -o cache_dir=/var/cache/rangefs/media media.txt /mnt/media
+          umount /mnt/media
         """,
         version: RangeFSVersion.current,
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self]
+        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self, RefreshCommand.self]
     )
 }

@@ -165,6 +165,7 @@ struct MountControlTarget {
             case .pin: "pin in"
             case .unpin: "unpin in"
             case .verify: "verify"
+            case .refresh: "refresh"
             }
             throw CommandFailure("cannot \(action) \(mountpoint): \(error)")
         }

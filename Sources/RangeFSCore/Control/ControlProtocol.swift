@@ -13,6 +13,8 @@ public enum ControlCommand: String, Codable, Sendable, CaseIterable {
     case unpin
     /// Ask the server whether cached files changed; discard the ones that did.
     case verify
+    /// Read the manifest again: add, remove and update entries without unmounting.
+    case refresh
 }
 
 /// The one request line a client sends: `{"command":"status"}`, `{"command":"pin","paths":["a.mp3"]}`.

@@ -164,7 +164,7 @@ public final class ControlServer: Sendable {
             case .resume:
                 control.setPaused(false)
                 return .success(control.status())
-            case .evict, .pin, .unpin, .verify:
+            case .evict, .pin, .unpin, .verify, .refresh:
                 do {
                     let message = try control.manage(request.command, paths: request.paths ?? [])
                     return .success(control.status(), message: message)

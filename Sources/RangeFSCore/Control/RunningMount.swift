@@ -3,15 +3,29 @@ public final class RunningMount: MountControl {
     public let mountpoint: String
     private let catalog: FileCatalog
     private let prefetcher: Prefetcher
+    private let refresher: ManifestRefresher?
 
-    public init(mountpoint: String, catalog: FileCatalog, prefetcher: Prefetcher) {
+    /// How `rangefs refresh` reads the manifest again and shows the new tree.
+    public struct ManifestRefresher: Sendable {
+        public var load: @Sendable () throws -> Manifest
+        /// Shows the new manifest (its entries' catalog indices alongside) in the mounted tree.
+        public var show: @Sendable (Manifest, [Int]) -> Void
+
+        public init(load: @escaping @Sendable () throws -> Manifest, show: @escaping @Sendable (Manifest, [Int]) -> Void) {
+            self.load = load
+            self.show = show
+        }
+    }
+
+    public init(mountpoint: String, catalog: FileCatalog, prefetcher: Prefetcher, refresher: ManifestRefresher? = nil) {
         self.mountpoint = mountpoint
         self.catalog = catalog
         self.prefetcher = prefetcher
+        self.refresher = refresher
     }
 
     public func status() -> MountStatus {
-        let files = catalog.manifest.entries.indices.map { fileStatus(ofEntry: $0) }
+        let files = catalog.activeEntries.map { fileStatus(ofEntry: $0) }
         return MountStatus(mountpoint: mountpoint, manifest: catalog.manifest.source,
                            paused: prefetcher.isPaused, prefetch: prefetcher.configuration.policy.rawValue,
                            files: files)
@@ -38,6 +52,8 @@ public final class RunningMount: MountControl {
             guard !entries.isEmpty else { throw MountControlError("unpin needs at least one path") }
             catalog.setPinned(entries: entries, false)
             return "unpinned \(entries.count) file(s)"
+        case .refresh:
+            return try refresh()
         case .verify:
             let (checked, problems) = catalog.verify(timeout: .seconds(100))
             return problems.isEmpty ? "verified \(checked) cached file(s): all unchanged"
@@ -45,6 +61,24 @@ public final class RunningMount: MountControl {
         case .status, .pause, .resume:
             throw MountControlError("\(command.rawValue) takes no paths")
         }
+    }
+
+    /// Reads the manifest again and swaps it in: new files appear, removed ones vanish (their
+    /// cache stays until evicted), unchanged ones keep everything.
+    private func refresh() throws(MountControlError) -> String {
+        guard let refresher else { throw MountControlError("this mount cannot refresh its manifest") }
+        let manifest: Manifest
+        do {
+            manifest = try refresher.load()
+        } catch {
+            throw MountControlError("the manifest was not changed: \(error)")
+        }
+        let before = Set(catalog.activeEntries)
+        let active = catalog.replaceManifest(with: manifest)
+        refresher.show(manifest, active)
+        prefetcher.manifestChanged()
+        let kept = active.filter(before.contains).count
+        return "refreshed \(manifest.source): \(active.count - kept) added, \(before.count - kept) removed, \(kept) unchanged"
     }
 
     /// Manifest entries for paths inside the mount (relative, or absolute under the mountpoint);
@@ -55,8 +89,9 @@ public final class RunningMount: MountControl {
             var relative = path
             if relative.hasPrefix(mountpoint + "/") { relative.removeFirst(mountpoint.count + 1) }
             while relative.hasSuffix("/") { relative.removeLast() }
-            let matches = catalog.manifest.entries.indices.filter { index in
-                let entryPath = catalog.manifest.entries[index].path.description
+            let entries = catalog.manifest.entries
+            let matches = catalog.activeEntries.filter { index in
+                let entryPath = entries[index].path.description
                 return relative.isEmpty || relative == "." || entryPath == relative || entryPath.hasPrefix(relative + "/")
             }
             guard !matches.isEmpty else { throw MountControlError("\(path) is not a file of this mount") }

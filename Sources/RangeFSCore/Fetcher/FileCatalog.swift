@@ -6,7 +6,17 @@ import Synchronization
 /// many callers ask at the same time), remembers it in the cache database, and hands out
 /// the `CachedFile` that serves its reads.
 public final class FileCatalog: Sendable {
-    public let manifest: Manifest
+    /// Every entry this mount has known, append-only: an index keeps meaning the same entry
+    /// across `rangefs refresh`, so work started before a refresh never lands on another file.
+    public var manifest: Manifest { table.withLock { $0.all } }
+    /// The entries of the current manifest, in its order (indices into `manifest.entries`).
+    public var activeEntries: [Int] { table.withLock { $0.active } }
+    private let table: Mutex<EntryTable>
+
+    private struct EntryTable {
+        var all: Manifest
+        var active: [Int]
+    }
     private let environment: FetchEnvironment
     private let blockSize: UInt64
     /// What the database knew when the mount started, for files not loaded yet (eviction
@@ -37,7 +47,7 @@ public final class FileCatalog: Sendable {
     public init(manifest: Manifest, blockSize: UInt64, limits: CacheLimits = CacheLimits(),
                 environment: FetchEnvironment) throws {
         precondition(blockSize > 0, "block size must be positive")
-        self.manifest = manifest
+        table = Mutex(EntryTable(all: manifest, active: Array(manifest.entries.indices)))
         self.blockSize = blockSize
         self.environment = environment
         let records = try environment.store.allRecords()
@@ -339,10 +349,41 @@ public final class FileCatalog: Sendable {
         return freed
     }
 
+    /// `rangefs refresh`: makes `newManifest` the current one. Entries whose path, URL and
+    /// headers are unchanged keep their index (and everything cached); the others get new
+    /// indices. Returns the indices of the new manifest's entries, in its order.
+    public func replaceManifest(with newManifest: Manifest) -> [Int] {
+        table.withLock { table in
+            var reusable: [String: Int] = [:]
+            for index in table.active {
+                let entry = table.all.entries[index]
+                reusable[Self.identity(of: entry)] = index
+            }
+            var active: [Int] = []
+            for entry in newManifest.entries {
+                if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
+                    active.append(index)
+                } else {
+                    table.all.entries.append(entry)
+                    active.append(table.all.entries.count - 1)
+                }
+            }
+            table.all.source = newManifest.source
+            table.active = active
+            return active
+        }
+    }
+
+    private static func identity(of entry: ManifestEntry) -> String {
+        let headers = entry.headers.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
+        return "\(entry.path)\u{0}\(entry.url.absoluteString)\u{0}\(headers)"
+    }
+
     /// `rangefs evict`: drops the cached data of these entries (all when empty) that nobody uses.
     /// Returns the paths that were busy and kept.
     public func evict(entries: [Int]) -> [String] {
-        let targets = entries.isEmpty ? Array(manifest.entries.indices) : entries
+        let targets = entries.isEmpty ? activeEntries : entries
+        let manifest = self.manifest
         var busy: [String] = []
         environment.committer.sync { [self] in
             let records = (try? environment.store.allRecords()) ?? [:]
@@ -359,7 +400,8 @@ public final class FileCatalog: Sendable {
     /// versions that changed. Returns one line per changed or unreachable file, at most after
     /// `timeout`.
     public func verify(timeout: Duration) -> (checked: Int, problems: [String]) {
-        let indices = manifest.entries.indices.filter { index in
+        let manifest = self.manifest
+        let indices = activeEntries.filter { index in
             if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 }
             let stored = storedRecords.withLock { $0[manifest.entries[index].url.absoluteString] }
             return stored.map { $0.state != .remote } ?? false

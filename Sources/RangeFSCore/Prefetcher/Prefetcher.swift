@@ -56,10 +56,25 @@ public final class Prefetcher: Sendable {
         self.store = store
         self.configuration = configuration
         self.logger = logger
-        var seen = Set<String>()
-        let pending = catalog.manifest.entries.indices.filter { seen.insert(catalog.manifest.entries[$0].url.absoluteString).inserted }
         let paused = (try? store.setting(Self.pausedSetting)) == "true"
-        state = Mutex(State(paused: paused, pending: pending))
+        state = Mutex(State(paused: paused, pending: Self.pendingEntries(of: catalog)))
+    }
+
+    /// The current manifest's entries, one per URL, in order.
+    private static func pendingEntries(of catalog: FileCatalog) -> [Int] {
+        let entries = catalog.manifest.entries
+        var seen = Set<String>()
+        return catalog.activeEntries.filter { seen.insert(entries[$0].url.absoluteString).inserted }
+    }
+
+    /// The manifest was refreshed: walk the new one from its start.
+    public func manifestChanged() {
+        let pending = Self.pendingEntries(of: catalog)
+        state.withLock { state in
+            state.pending = pending
+            state.cursor = 0
+        }
+        pump()
     }
 
     public var isPaused: Bool {
