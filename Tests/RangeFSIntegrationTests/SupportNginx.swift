@@ -36,7 +36,15 @@ final class NginxServer {
 
     /// Starts nginx and waits (at most `startTimeout` s) until its port answers.
     /// Throws a clear error when nginx is not installed or does not come up.
-    init(serving docRoot: URL, slowRate: String = "64k", startTimeout: Double = 15) throws {
+    convenience init(serving docRoot: URL, slowRate: String = "64k", startTimeout: Double = 15) throws {
+        try self.init(docRoot: docRoot, startTimeout: startTimeout) { prefix, port in
+            Self.config(prefix: prefix, docRoot: docRoot, port: port, slowRate: slowRate)
+        }
+    }
+
+    /// Starts nginx with the configuration `config(prefix, port)` returns (for setups other
+    /// than serving a directory, such as a caching proxy in front of another nginx).
+    init(docRoot: URL, startTimeout: Double = 15, config: (URL, UInt16) -> String) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw HarnessError("nginx is not installed (\(Self.binary) missing): run scripts/install-deps.sh")
         }
@@ -50,8 +58,7 @@ final class NginxServer {
             try FileManager.default.createDirectory(at: prefix.appendingPathComponent("tmp"),
                                                     withIntermediateDirectories: true)
             let conf = prefix.appendingPathComponent("nginx.conf")
-            try Self.config(prefix: prefix, docRoot: docRoot, port: port, slowRate: slowRate)
-                .write(to: conf, atomically: true, encoding: .utf8)
+            try config(prefix, port).write(to: conf, atomically: true, encoding: .utf8)
             let child = try BackgroundCommand([Self.binary, "-c", conf.path, "-p", prefix.path + "/",
                                                "-e", prefix.appendingPathComponent("error.log").path])
             let deadline = Date().addingTimeInterval(startTimeout)
