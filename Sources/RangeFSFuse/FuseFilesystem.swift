@@ -16,11 +16,27 @@ public final class FuseFilesystem: Sendable {
     /// Names and sizes do not change under a mount, so the kernel may keep them a while.
     let attributeTimeout: Double = 300
     private let mountTime = Date()
-    private let owner = (uid: getuid(), gid: getgid())
+    private let ownership: Ownership
+
+    /// Who the files appear to belong to (`-o uid=,gid=,umask=`; default: the mounting user).
+    public struct Ownership: Sendable {
+        public var uid: uid_t
+        public var gid: gid_t
+        /// Permission bits cleared from every mode.
+        public var umask: mode_t
+
+        public init(uid: uid_t = getuid(), gid: gid_t = getgid(), umask: mode_t = 0) {
+            self.uid = uid
+            self.gid = gid
+            self.umask = umask
+        }
+    }
     private let notifier = Mutex<FuseNotifier?>(nil)
 
-    public init(tree: MountedTree, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?, logger: Logger) {
+    public init(tree: MountedTree, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?,
+                ownership: Ownership = Ownership(), logger: Logger) {
         self.tree = Mutex(tree)
+        self.ownership = ownership
         self.catalog = catalog
         self.mount = mount
         self.controlSocketPath = controlSocketPath
@@ -111,7 +127,7 @@ public final class FuseFilesystem: Sendable {
 
     private func directoryAttributes(_ node: NamespaceNode) -> stat {
         var attributes = baseAttributes(node)
-        attributes.st_mode = S_IFDIR | 0o555
+        attributes.st_mode = S_IFDIR | (0o555 & ~ownership.umask)
         attributes.st_nlink = 2
         attributes.st_size = 4096
         attributes.st_blocks = 8
@@ -120,7 +136,7 @@ public final class FuseFilesystem: Sendable {
 
     private func fileAttributes(_ node: NamespaceNode, _ file: CachedFile) -> stat {
         var attributes = baseAttributes(node)
-        attributes.st_mode = S_IFREG | 0o444
+        attributes.st_mode = S_IFREG | (0o444 & ~ownership.umask)
         attributes.st_nlink = 1
         attributes.st_size = off_t(file.layout.fileSize)
         attributes.st_blocks = blkcnt_t((file.layout.fileSize + 511) / 512)
@@ -134,8 +150,8 @@ public final class FuseFilesystem: Sendable {
     private func baseAttributes(_ node: NamespaceNode) -> stat {
         var attributes = stat()
         attributes.st_ino = ino_t(node.inode)
-        attributes.st_uid = owner.uid
-        attributes.st_gid = owner.gid
+        attributes.st_uid = ownership.uid
+        attributes.st_gid = ownership.gid
         attributes.st_blksize = 128 * 1024
         let time = timespec(date: mountTime)
         attributes.st_atim = time

@@ -12,24 +12,25 @@ struct MountCommand: ParsableCommand {
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
         in front and logs to stderr; Ctrl-C or SIGTERM unmounts, and so do 'rangefs unmount' and umount.
 
-        -o takes FUSE options (allow_other, default_permissions, …) and, as key=value, the \
+        -o takes FUSE options (allow_other, default_permissions, ...) and, as key=value, the \
         settings of the flags below: cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
         cache_max_size, cache_min_free, proxy, log_level, and foreground. A flag given on the \
         command line wins over the same setting in -o. Options meant for mount(8) (rw, ro, \
         defaults, noauto, user, _netdev, nofail, x-systemd.*) are ignored.
 
-        'rangefs MANIFEST MOUNTPOINT -o OPTIONS' is short for 'rangefs mount …': that is how \
+        'rangefs MANIFEST MOUNTPOINT -o OPTIONS' is short for 'rangefs mount ...': that is how \
         'mount -t fuse.rangefs' and /etc/fstab start rangefs, through mount.fuse3, which looks \
         for rangefs on the standard PATH (install it in /usr/local/bin or /usr/bin).
 
         Examples:
           rangefs mount media.txt /mnt/media
-          rangefs mount --cache-dir /var/cache/media --block-size 1M media.txt /mnt/media
+          rangefs mount --cache-dir /var/cache/media --block-size 1M \\
+            media.txt /mnt/media
           rangefs mount -f -o allow_other,default_permissions media.txt /mnt/media
           mount -t fuse.rangefs -o cache_dir=/var/cache/rangefs/media,prefetch=opened \\
             /etc/rangefs/media.txt /mnt/media
-          # /etc/fstab:
-          /etc/rangefs/media.txt /mnt/media fuse.rangefs cache_dir=/var/cache/rangefs/media,allow_other,_netdev 0 0
+          # a line of /etc/fstab:
+          /etc/rangefs/media.txt /mnt/media fuse.rangefs _netdev,cache_dir=DIR 0 0
         """
     )
 

@@ -34,7 +34,14 @@ struct MountRunner {
         }
         // Everything the mount creates (database, journal, data, log, socket) is its owner's alone.
         umask(0o077)
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        if readyDescriptor != nil {
+            // In the background: the cache's log file (stderr after launch) and syslog/the journal.
+            LoggingSystem.bootstrap { label in
+                MultiplexLogHandler([StreamLogHandler.standardError(label: label), SyslogLogHandler(label: label)])
+            }
+        } else {
+            LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        }
         var logger = Logger(label: "rangefs")
         logger.logLevel = logLevel
 
@@ -78,12 +85,18 @@ struct MountRunner {
         }
         let tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
         let namespace = tree.namespace
+        // libfuse's low-level session does not take uid=, gid= and umask=: they are applied here.
+        let (overrides, sessionOptions) = AttributeOverrides.extract(from: fuseOptions)
+        var ownership = FuseFilesystem.Ownership()
+        if let uid = overrides.uid { ownership.uid = uid }
+        if let gid = overrides.gid { ownership.gid = gid }
+        if let umask = overrides.umask { ownership.umask = mode_t(umask) }
         let filesystem = FuseFilesystem(tree: tree, catalog: catalog, mount: mount,
-                                        controlSocketPath: directory.controlSocketPath, logger: logger)
+                                        controlSocketPath: directory.controlSocketPath, ownership: ownership, logger: logger)
         filesystemBox.withLock { $0 = filesystem }
         let session: FuseSession
         do {
-            session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: fuseOptions)
+            session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions)
         } catch {
             control.stop()
             catalog.shutdown()

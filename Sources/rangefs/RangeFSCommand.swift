@@ -19,7 +19,8 @@ struct RangeFSCommand: ParsableCommand {
           ls -la /mnt/media
           rangefs status /mnt/media
           rangefs unmount /mnt/media
-          mount -t fuse.rangefs -o cache_dir=/var/cache/rangefs/media media.txt /mnt/media
+          mount -t fuse.rangefs -o cache_dir=/var/cache/rangefs/media \\
+            /etc/rangefs/media.txt /mnt/media
           umount /mnt/media
         """,
         version: RangeFSVersion.current,

@@ -220,7 +220,9 @@ func humanBytes(bytes: UInt64, expected: String) {
     #expect(throws: ControlError.refused(garbage.error!)) { try garbage.requireStatus() }
 
     let unknown = try ControlClient.exchange(Array(#"{"command":"format-disk"}"#.utf8) + [10], with: server.path, timeout: .seconds(5))
-    #expect(unknown == .failure("unknown command format-disk; expected one of status, pause, resume"))
+    let known = ControlCommand.allCases.map(\.rawValue).joined(separator: ", ")
+    #expect(unknown == .failure("unknown command format-disk; expected one of \(known)"))
+    #expect(known.hasPrefix("status, pause, resume"))
 
     let oversized = [UInt8](repeating: UInt8(ascii: "a"), count: 200 << 10) + [10]
     let refused = try ControlClient.exchange(oversized, with: server.path, timeout: .seconds(5))

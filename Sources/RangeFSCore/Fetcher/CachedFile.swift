@@ -29,6 +29,9 @@ public final class CachedFile: Sendable {
         var available: BlockBitmap
         /// Blocks synced and committed to the database.
         var durable: BlockBitmap
+        /// Bytes written so far into blocks that are not whole yet, per block (merged ranges).
+        /// A reader whose bytes are here is answered before its block is complete.
+        var partial: [Int: [Range<UInt64>]] = [:]
         /// Every block durable and the data file promoted to its final name.
         var complete: Bool
         var transfers: [Int: Transfer] = [:]
@@ -195,16 +198,42 @@ public final class CachedFile: Sendable {
     }
 
     /// True when every byte is in the data file: in an available block, or already written
-    /// by the transfer that is bringing its block.
+    /// into a block that is still arriving.
     private func isAvailable(_ bytes: Range<UInt64>, in state: State) -> Bool {
         for block in layout.blocks(covering: bytes) where !state.available.contains(block) {
             let needed = bytes.clamped(to: layout.byteRange(ofBlock: block))
-            let covered = state.transfers.values.contains { transfer in
-                transfer.blocks.contains(block) && transfer.frontier >= needed.upperBound
+            let written = state.partial[block] ?? []
+            if !written.contains(where: { $0.lowerBound <= needed.lowerBound && needed.upperBound <= $0.upperBound }) {
+                return false
             }
-            if !covered { return false }
         }
         return true
+    }
+
+    /// Records bytes just written; returns how many bytes of blocks became whole.
+    private func recordWritten(_ bytes: Range<UInt64>, in state: inout State) -> UInt64 {
+        var completed: UInt64 = 0
+        for block in layout.blocks(covering: bytes) where !state.available.contains(block) {
+            let blockBytes = layout.byteRange(ofBlock: block)
+            var ranges = (state.partial[block] ?? []) + [bytes.clamped(to: blockBytes)]
+            ranges.sort { $0.lowerBound < $1.lowerBound }
+            var merged: [Range<UInt64>] = []
+            for range in ranges {
+                if let last = merged.last, range.lowerBound <= last.upperBound {
+                    merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+                } else {
+                    merged.append(range)
+                }
+            }
+            if merged.count == 1, merged[0] == blockBytes {
+                state.available.insert(block)
+                state.partial[block] = nil
+                completed += UInt64(blockBytes.count)
+            } else {
+                state.partial[block] = merged
+            }
+        }
+        return completed
     }
 
     private func isRequested(_ block: Int, in state: State) -> Bool {
@@ -249,14 +278,32 @@ public final class CachedFile: Sendable {
             if !wanted || block + 1 - start == maxBlocks {
                 let run = start..<(wanted ? block + 1 : block)
                 runStart = nil
-                let id = state.nextTransferID
-                state.nextTransferID += 1
-                let transfer = Transfer(bytes: layout.byteRange(ofBlocks: run), blocks: run)
-                state.transfers[id] = transfer
-                actions.append(.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency))
+                var runBytes = layout.byteRange(ofBlocks: run)
+                // A reader that lands deep inside a missing block (a seek) should not wait for
+                // the block's start to arrive first: its request starts at its own bytes, and a
+                // second one brings the head of the block so that the block becomes whole.
+                let seek = bytes.lowerBound & ~(Self.pageSize - 1)
+                if readerNeedsUntil > 0, runBytes.contains(seek), seek - runBytes.lowerBound >= Self.seekSplitThreshold {
+                    let head = runBytes.lowerBound..<seek
+                    actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head), in: &state))
+                    runBytes = seek..<runBytes.upperBound
+                }
+                actions.append(startTransfer(bytes: runBytes, blocks: run, in: &state))
             }
         }
         return actions
+    }
+
+    private static let pageSize: UInt64 = 4096
+    /// How deep into a missing block a read must land before its block is fetched in two parts.
+    private static let seekSplitThreshold: UInt64 = 32 * 1024
+
+    private func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>, in state: inout State) -> Action {
+        let id = state.nextTransferID
+        state.nextTransferID += 1
+        let transfer = Transfer(bytes: bytes, blocks: blocks)
+        state.transfers[id] = transfer
+        return .fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)
     }
 
     /// For a server that ignores ranges: one GET of the whole file, unless one is running.
@@ -388,15 +435,7 @@ public final class CachedFile: Sendable {
             if transfer.firstByteAt == nil { transfer.firstByteAt = now }
             state.rate.record(data.count, at: now)
             state.transfers[id] = transfer
-            var block = layout.blocks(covering: offset..<(offset + 1)).lowerBound
-            var added: UInt64 = 0
-            while block < transfer.blocks.upperBound, layout.byteRange(ofBlock: block).upperBound <= transfer.frontier {
-                if !state.available.contains(block) {
-                    state.available.insert(block)
-                    added += UInt64(layout.byteRange(ofBlock: block).count)
-                }
-                block += 1
-            }
+            let added = recordWritten(offset..<(offset + UInt64(data.count)), in: &state)
             state.uncommittedBytes += added
             var actions = answerWaiters(in: &state, overlapping: transfer.bytes)
             if added > 0 { actions.append(.cachedBytes(Int64(added))) }
@@ -580,6 +619,7 @@ public final class CachedFile: Sendable {
             let dropped = state.withLock { state -> UInt64 in
                 let dropped = cachedBytes(of: state.available) - cachedBytes(of: state.durable)
                 state.available = state.durable
+                state.partial = [:]
                 state.lastFailure = "\(error)"
                 closeIfIdle(&state)
                 return dropped
@@ -619,6 +659,7 @@ public final class CachedFile: Sendable {
             unlink(environment.directory.dataPath(name: dataName, complete: true))
             state.available = BlockBitmap(blockCount: layout.blockCount)
             state.durable = state.available
+            state.partial = [:]
             state.complete = layout.blockCount == 0
             state.uncommittedBytes = 0
             return freed
@@ -645,6 +686,7 @@ public final class CachedFile: Sendable {
             events.cachedBytesChanged(-Int64(cachedBytes(of: state.available)))
             state.available = BlockBitmap(blockCount: layout.blockCount)
             state.durable = state.available
+            state.partial = [:]
             state.complete = false
             try environment.store.commitBlocks(url: url.absoluteString, bitmap: state.durable.serialized, state: .remote)
             return try openDataFile(&state)

@@ -259,6 +259,8 @@ public final class FileCatalog: Sendable {
         let key = file.url.absoluteString
         slots.withLock { slots in
             if case .ready(let current) = slots[key], current === file { slots[key] = nil }
+            // Also what the mount started with: the next look-up must ask the server again.
+            storedRecords.withLock { _ = $0.removeValue(forKey: key) }
         }
         remoteChangeHandler.withLock { $0 }?(file.url)
         let store = environment.store
