@@ -2,11 +2,24 @@ import ArgumentParser
 import Foundation
 import RangeFSCore
 
-/// Paths given on the command line, as the mount sees them: relative to the mountpoint.
-private func pathsInside(_ mountpoint: String, _ paths: [String]) -> [String] {
-    paths.map { path in
-        let absolute = absolutePath(path)
-        return absolute.hasPrefix(mountpoint + "/") ? String(absolute.dropFirst(mountpoint.count + 1)) : path
+/// A mountpoint and paths inside it, for the commands that act on files of a mount.
+struct MountPaths: ParsableArguments {
+    @Argument(help: "Where the manifest is mounted.")
+    var mountpoint: String
+
+    @Argument(help: "Files or directories inside the mount (a directory stands for every file in it).")
+    var paths: [String] = []
+
+    /// Sends `command` with the paths as the mount sees them (relative to the mountpoint)
+    /// and prints what the mount says it did.
+    func send(_ command: ControlCommand, done: String) throws {
+        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
+        let inside = paths.map { path in
+            let absolute = absolutePath(path)
+            return absolute.hasPrefix(target.mountpoint + "/") ? String(absolute.dropFirst(target.mountpoint.count + 1)) : path
+        }
+        let reply = try target.send(command, paths: inside)
+        Terminal.write((reply.message ?? done) + "\n")
     }
 }
 
@@ -24,16 +37,10 @@ struct EvictCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "Where the manifest is mounted.")
-    var mountpoint: String
-
-    @Argument(help: "Files or directories inside the mount (default: all).")
-    var paths: [String] = []
+    @OptionGroup var target: MountPaths
 
     func run() throws {
-        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
-        let reply = try target.send(.evict, paths: pathsInside(target.mountpoint, paths))
-        Terminal.write((reply.message ?? "evicted") + "\n")
+        try target.send(.evict, done: "evicted")
     }
 }
 
@@ -50,16 +57,10 @@ struct PinCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "Where the manifest is mounted.")
-    var mountpoint: String
-
-    @Argument(help: "Files or directories inside the mount.")
-    var paths: [String]
+    @OptionGroup var target: MountPaths
 
     func run() throws {
-        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
-        let reply = try target.send(.pin, paths: pathsInside(target.mountpoint, paths))
-        Terminal.write((reply.message ?? "pinned") + "\n")
+        try target.send(.pin, done: "pinned")
     }
 }
 
@@ -73,16 +74,10 @@ struct UnpinCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "Where the manifest is mounted.")
-    var mountpoint: String
-
-    @Argument(help: "Files or directories inside the mount.")
-    var paths: [String]
+    @OptionGroup var target: MountPaths
 
     func run() throws {
-        let target = try MountControlTarget(mountpoint: absolutePath(mountpoint))
-        let reply = try target.send(.unpin, paths: pathsInside(target.mountpoint, paths))
-        Terminal.write((reply.message ?? "unpinned") + "\n")
+        try target.send(.unpin, done: "unpinned")
     }
 }
 

@@ -1,0 +1,1590 @@
+#!/usr/bin/env python3
+"""RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone and httpdirfs.
+
+Run it through bench/run.sh, which installs the tools and builds RangeFS first. It serves
+bench/data/www with its own nginx on 127.0.0.1 (a plain port, and a slow link: nginx
+`limit_rate` behind a latency-adding TCP proxy), measures every row, prints a table and
+writes docs/benchmarks.md and docs/benchmarks.png. Every command runs under a timeout;
+every mount and server it started is stopped on exit, also on failure or Ctrl-C.
+
+Standard library only (matplotlib for the chart).
+"""
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+DATA = BENCH / "data"
+WWW = DATA / "www"
+DOCS = ROOT / "docs"
+MiB = 1 << 20
+DATA_VERSION = "v1"
+
+PLAIN_PORT, SLOW_PORT, PROXY_PORT = 18480, 18481, 18482
+SYSTEMS = ("rangefs", "rclone", "httpdirfs")
+
+BIG = "big/big512.bin"          # cold/warm sequential on the plain port, TTFB
+MID = "big/big64.bin"           # fio random reads
+SLOW_SEQ = "big/big16.bin"      # cold sequential on the slow link
+PAR = {"plain": [f"par/p{i}.bin" for i in range(1, 5)], "slow": [f"parslow/s{i}.bin" for i in range(1, 5)]}
+SONG, CLIP, WAV, FLAC = "media/song.mp3", "media/clip.mp3", "media/tone.wav", "media/noise.flac"
+SPARSE = "sparse/zero4g.bin"
+TTFB_OFFSET = 400 * MiB
+SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
+MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
+
+
+class BenchError(Exception):
+    """A measurement that could not be made; the table shows n/a with this reason."""
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# ----------------------------------------------------------------------------- processes
+
+def run(cmd, timeout, check=True, shell=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None):
+    """Runs a command in its own process group; kills the whole group on timeout."""
+    proc = subprocess.Popen(cmd, shell=shell, stdout=stdout, stderr=stderr,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise BenchError(f"timed out after {timeout:g} s: {short(cmd)}")
+    except BaseException:
+        kill_group(proc)
+        raise
+    out = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+    err = err.decode(errors="replace") if isinstance(err, bytes) else (err or "")
+    if check and proc.returncode != 0:
+        raise BenchError(f"{short(cmd)} exited {proc.returncode}: {err.strip()[-300:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def short(cmd):
+    text = cmd if isinstance(cmd, str) else " ".join(str(c) for c in cmd)
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def timed(cmd, timeout, **kw):
+    start = time.perf_counter()
+    result = run(cmd, timeout, **kw)
+    return time.perf_counter() - start, result
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def wait_exit(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+# ----------------------------------------------------------------------------- mounts
+
+def mounted_paths():
+    paths = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split(" ")
+            sep = parts.index("-")
+            paths[parts[4].replace("\\040", " ")] = parts[sep + 1]
+    return paths
+
+
+def wait_mounted(mnt, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if str(mnt) in mounted_paths():
+            return
+        time.sleep(0.02)
+    raise BenchError(f"{mnt} did not appear as a mount within {timeout} s")
+
+
+def fuse_server_pid(mnt):
+    """The process that serves a mount: its command line names the mount point and it
+    holds /dev/fuse open."""
+    target = str(mnt).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if target not in argv:
+                continue
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == "/dev/fuse":
+                    return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def vm_hwm_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise BenchError("no VmHWM")
+
+
+class Mount:
+    def __init__(self, ctx, system, link, mnt, cache, pid, mount_seconds):
+        self.ctx, self.system, self.link = ctx, system, link
+        self.mnt, self.cache, self.pid, self.mount_seconds = mnt, cache, pid, mount_seconds
+
+    def path(self, rel):
+        return str(self.mnt / rel)
+
+    def unmount(self):
+        self.ctx.unmount(self.mnt, self.system, self.pid)
+
+
+class Context:
+    def __init__(self, args):
+        self.args = args
+        self.work = Path(args.work).resolve()
+        self.rangefs = args.rangefs
+        self.files = {}
+        self.mounts = {}          # mountpoint -> (system, pid)
+        self.servers = []         # Popen objects we started
+        self.counter = 0
+        self.can_drop = None
+        self.notes = []
+        self.links = {"plain": f"http://127.0.0.1:{PLAIN_PORT}", "slow": f"http://127.0.0.1:{PROXY_PORT}"}
+        self.logs = {"plain": self.work / "nginx" / "access-plain.log",
+                     "slow": self.work / "nginx" / "access-slow.log"}
+        self.available = {}
+        self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
+
+    # -- helpers
+    def url(self, link, rel):
+        return f"{self.links[link]}/{rel}"
+
+    def size(self, rel):
+        return self.files[rel]["size"]
+
+    def new_dir(self, kind, tag):
+        self.counter += 1
+        path = self.work / kind / f"{tag}-{self.counter}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def drop_caches(self):
+        if self.can_drop is False:
+            return False
+        os.sync()
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+            self.can_drop = True
+        except OSError:
+            try:
+                run(["sudo", "-n", "sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], 60)
+                self.can_drop = True
+            except BenchError:
+                self.can_drop = False
+                self.notes.append("The page cache could not be dropped (not root, no sudo): "
+                                  "'warm, page cache dropped' rows read from a hot cache.")
+        return self.can_drop
+
+    def manifest(self, link, name):
+        return self.work / "manifests" / f"{link}-{name}.txt"
+
+    # -- mounting
+    def mount(self, system, link, prefetch="opened", manifest="main", cache=None):
+        if not self.available.get(system, False):
+            raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
+        mnt = self.new_dir("mnt", f"{system}-{link}")
+        cache = Path(cache) if cache else self.new_dir("cache", f"{system}-{link}")
+        cache.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        if system == "rangefs":
+            cmd = [self.rangefs, "mount", str(self.manifest(link, manifest)), str(mnt),
+                   "--cache-dir", str(cache), "--prefetch", prefetch]
+        elif system == "rclone":
+            cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", self.links[link] + "/",
+                   "--config", str(self.work / "rclone.conf"), "--read-only",
+                   "--vfs-cache-mode", "full", "--cache-dir", str(cache),
+                   "--daemon", "--log-file", str(cache / "rclone.log"), "--log-level", "NOTICE"]
+        else:
+            cmd = ["httpdirfs", "--cache", "--cache-location", str(cache), "--no-range-check",
+                   self.links[link] + "/", str(mnt)]
+        self.mounts[str(mnt)] = (system, None)
+        # Output to a file, not a pipe: a daemon that keeps our pipe open would hang us.
+        output = cache.parent / (cache.name + ".mount.log")
+        with open(output, "wb") as out:
+            result = run(cmd, 120, check=False, stdout=out, stderr=subprocess.STDOUT)
+        if result.returncode != 0:
+            raise BenchError(f"{system} mount exited {result.returncode}: "
+                             f"{output.read_text(errors='replace').strip()[-300:]}")
+        wait_mounted(mnt, 60)
+        seconds = time.perf_counter() - start
+        pid = None
+        for _ in range(100):
+            pid = fuse_server_pid(mnt)
+            if pid:
+                break
+            time.sleep(0.05)
+        self.mounts[str(mnt)] = (system, pid)
+        return Mount(self, system, link, mnt, cache, pid, seconds)
+
+    def unmount(self, mnt, system, pid):
+        mnt = str(mnt)
+        if mnt in mounted_paths():
+            try:
+                if system == "rangefs":
+                    run([self.rangefs, "unmount", mnt, "--timeout", "60"], 90)
+                else:
+                    run(["fusermount3", "-u", mnt], 30)
+            except BenchError as error:
+                log(f"unmount {mnt}: {error}; detaching lazily")
+                run(["fusermount3", "-u", "-z", mnt], 30, check=False)
+        if pid and not wait_exit(pid, 60):
+            log(f"{system} process {pid} still running after unmount; sending SIGTERM")
+            os.kill(pid, signal.SIGTERM)
+            if not wait_exit(pid, 10):
+                os.kill(pid, signal.SIGKILL)
+                wait_exit(pid, 10)
+        self.mounts.pop(mnt, None)
+        try:
+            os.rmdir(mnt)
+        except OSError:
+            pass
+
+    def cleanup(self):
+        for mnt, (system, pid) in list(self.mounts.items()):
+            try:
+                self.unmount(mnt, system, pid)
+            except BaseException as error:  # keep cleaning up
+                log(f"cleanup: {mnt}: {error}")
+                subprocess.run(["fusermount3", "-u", "-z", mnt], timeout=30, check=False)
+        clear_stale_mounts(self.work)
+        for proc in reversed(self.servers):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        self.servers.clear()
+
+
+class mounted:
+    """`with mounted(ctx, system, link, ...) as m:` mounts, and unmounts and removes the
+    cache on the way out (keep_cache=True keeps it)."""
+
+    def __init__(self, ctx, system, link, keep_cache=False, **kw):
+        self.ctx, self.system, self.link, self.keep, self.kw = ctx, system, link, keep_cache, kw
+
+    def __enter__(self):
+        self.m = self.ctx.mount(self.system, self.link, **self.kw)
+        return self.m
+
+    def __exit__(self, *exc):
+        self.m.unmount()
+        if not self.keep:
+            shutil.rmtree(self.m.cache, ignore_errors=True)
+        return False
+
+
+def clear_stale_mounts(work):
+    for path in mounted_paths():
+        if path.startswith(str(work) + "/"):
+            subprocess.run(["fusermount3", "-u", "-z", path], timeout=30, check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# ----------------------------------------------------------------------------- data
+
+def sha256_file(path, timeout=600):
+    out = run(["openssl", "dgst", "-sha256", "-r", str(path)], timeout).stdout
+    return out.split()[0]
+
+
+def generate_data():
+    marker = DATA / f".complete-{DATA_VERSION}"
+    index = DATA / "files.json"
+    if marker.exists() and index.exists():
+        return json.loads(index.read_text())
+    log("generating benchmark data in bench/data (once)")
+    if DATA.exists():
+        shutil.rmtree(DATA)
+    for sub in ("big", "par", "parslow", "small", "media", "sparse", "many/flat"):
+        (WWW / sub).mkdir(parents=True, exist_ok=True)
+
+    def random_file(rel, size):
+        with open(WWW / rel, "wb") as f:
+            left = size
+            while left:
+                n = min(left, 4 * MiB)
+                f.write(os.urandom(n))
+                left -= n
+
+    random_file(BIG, 512 * MiB)
+    random_file(MID, 64 * MiB)
+    random_file(SLOW_SEQ, 16 * MiB)
+    for rel in PAR["plain"]:
+        random_file(rel, 64 * MiB)
+    for rel in PAR["slow"]:
+        random_file(rel, 16 * MiB)
+    rng = random.Random(5)
+    for i in range(100):
+        random_file(f"small/f{i:03d}.bin", rng.randint(1024, 256 * 1024))
+    ff = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
+    run(ff + ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=600", "-ac", "2",
+              "-c:a", "libmp3lame", "-b:a", "128k", "-metadata", "title=RangeFS bench song",
+              str(WWW / SONG)], 600)
+    run(ff + ["-f", "lavfi", "-i", "sine=frequency=660:sample_rate=44100:duration=120", "-ac", "2",
+              "-c:a", "libmp3lame", "-b:a", "192k", "-metadata", "title=RangeFS bench clip",
+              str(WWW / CLIP)], 600)
+    run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", str(WWW / WAV),
+         "synth", "60", "sine", "440", "sine", "660"], 300)
+    run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", str(WWW / FLAC),
+         "synth", "60", "pinknoise"], 300)
+    with open(WWW / SPARSE, "wb") as f:
+        f.truncate(4096 * MiB)
+    files = {}
+    for path in sorted(WWW.rglob("*")):
+        if path.is_file() and "many" not in path.parts:
+            rel = str(path.relative_to(WWW))
+            files[rel] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    # 100,000 names for the big manifest: hard links to the 100 small files.
+    for i in range(MANY_FLAT):
+        os.link(WWW / f"small/f{i % 100:03d}.bin", WWW / f"many/flat/f{i:05d}.bin")
+    for d in range(MANY_DIRS):
+        (WWW / f"many/d{d:03d}").mkdir()
+        for j in range(MANY_PER_DIR):
+            os.link(WWW / f"small/f{j:03d}.bin", WWW / f"many/d{d:03d}/f{j:03d}.bin")
+    index.write_text(json.dumps(files, indent=1))
+    marker.write_text("ok\n")
+    os.system(f"chmod -R a+rX {DATA}")
+    return files
+
+
+def write_manifests(ctx):
+    (ctx.work / "manifests").mkdir(parents=True, exist_ok=True)
+    (ctx.work / "rclone.conf").touch()
+    for link, base in ctx.links.items():
+        main = [rel for rel in ctx.files]
+        collection = [rel for rel in ctx.files if rel.startswith(("media/", "small/"))]
+        for name, rels in (("main", main), ("collection", collection)):
+            ctx.manifest(link, name).write_text("".join(f"{rel}\t{base}/{rel}\n" for rel in rels))
+        many = [f"many/flat/f{i:05d}.bin" for i in range(MANY_FLAT)]
+        many += [f"many/d{d:03d}/f{j:03d}.bin" for d in range(MANY_DIRS) for j in range(MANY_PER_DIR)]
+        ctx.manifest(link, "many").write_text("".join(f"{rel}\t{base}/{rel}\n" for rel in many))
+
+
+# ----------------------------------------------------------------------------- servers
+
+def port_open(port):
+    import socket
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_port(port, proc, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        if proc.poll() is not None:
+            raise BenchError(f"{what} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise BenchError(f"{what} did not listen on {port}")
+
+
+def start_servers(ctx):
+    for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT):
+        if port_open(port):
+            raise BenchError(f"something already listens on 127.0.0.1:{port}")
+    ngx = ctx.work / "nginx"
+    (ngx / "tmp").mkdir(parents=True, exist_ok=True)
+    user = "user root;" if os.getuid() == 0 else ""
+    server = """
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        autoindex on;
+        {extra}
+        access_log {log} bench;
+    }}"""
+    conf = f"""daemon off;
+worker_processes 1;
+{user}
+pid {ngx}/nginx.pid;
+error_log {ngx}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    client_body_temp_path {ngx}/tmp/body;
+    proxy_temp_path {ngx}/tmp/proxy;
+    fastcgi_temp_path {ngx}/tmp/fastcgi;
+    uwsgi_temp_path {ngx}/tmp/uwsgi;
+    scgi_temp_path {ngx}/tmp/scgi;
+{server.format(port=PLAIN_PORT, root=WWW, extra="", log=ctx.logs["plain"])}
+{server.format(port=SLOW_PORT, root=WWW, extra=f"limit_rate {ctx.args.rate};", log=ctx.logs["slow"])}
+}}
+"""
+    (ngx / "nginx.conf").write_text(conf)
+    nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", str(ngx / "nginx.conf"), "-p", str(ngx) + "/",
+                              "-e", str(ngx / "error.log")], start_new_session=True,
+                             stdin=subprocess.DEVNULL)
+    ctx.servers.append(nginx)
+    wait_port(PLAIN_PORT, nginx, "nginx")
+    wait_port(SLOW_PORT, nginx, "nginx")
+    proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
+                              "--listen", f"127.0.0.1:{PROXY_PORT}", "--upstream", f"127.0.0.1:{SLOW_PORT}",
+                              "--rtt-ms", str(ctx.args.rtt_ms)], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    ctx.servers.append(proxy)
+    wait_port(PROXY_PORT, proxy, "latency proxy")
+    (ctx.work / "servers.pid").write_text(f"{nginx.pid}\n{proxy.pid}\n")
+
+
+class LogMark:
+    """Bytes nginx sent for one URI path after this mark (read amplification)."""
+
+    def __init__(self, ctx, link):
+        self.path = ctx.logs[link]
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+
+    def bytes_sent(self, uri_path):
+        time.sleep(0.5)   # nginx logs a request when it ends; connections have just closed
+        total = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) >= 4 and parts[1] == "/" + uri_path:
+                    total += int(parts[3])
+        return total
+
+
+# ----------------------------------------------------------------------------- results
+
+class Row:
+    def __init__(self, rid, label, unit, better, baseline_label, link="plain", target=None,
+                 target_text="", note=""):
+        self.rid, self.label, self.unit, self.better = rid, label, unit, better
+        self.baseline_label, self.link = baseline_label, link
+        self.target, self.target_text, self.note = target, target_text, note
+        self.values = {}      # "baseline"/system -> float or "n/a: reason"
+
+    def ratio(self):
+        r, b = self.values.get("rangefs"), self.values.get("baseline")
+        if isinstance(r, (int, float)) and isinstance(b, (int, float)) and b > 0:
+            return r / b
+        return None
+
+    def met(self):
+        ratio = self.ratio()
+        if self.target is None:
+            return None
+        kind, limit = self.target
+        value = self.values.get("rangefs")
+        if kind == "ratio>=":
+            return None if ratio is None else ratio >= limit
+        if kind == "ratio<=":
+            return None if ratio is None else ratio <= limit
+        if kind == "abs<=":
+            return None if not isinstance(value, (int, float)) else value <= limit
+        return None
+
+    def ahead(self):
+        r = self.values.get("rangefs")
+        if not isinstance(r, (int, float)):
+            return None
+        others = [self.values.get(s) for s in ("rclone", "httpdirfs")]
+        others = [o for o in others if isinstance(o, (int, float))]
+        if not others:
+            return None
+        return all(r >= o for o in others) if self.better == "higher" else all(r <= o for o in others)
+
+    def to_json(self):
+        return {"id": self.rid, "label": self.label, "unit": self.unit, "better": self.better,
+                "link": self.link, "baseline": self.baseline_label, "target": self.target_text,
+                "values": self.values, "ratio": self.ratio(), "met": self.met(), "ahead": self.ahead(),
+                "note": self.note, "rule": self.target}
+
+    @classmethod
+    def from_json(cls, d):
+        row = cls(d["id"], d["label"], d["unit"], d["better"], d["baseline"], d["link"],
+                  tuple(d["rule"]) if d.get("rule") else None, d["target"], d["note"])
+        row.values = d["values"]
+        return row
+
+
+def fmt(value, unit=""):
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "—"
+    a = abs(value)
+    if a >= 100:
+        text = f"{value:,.0f}"
+    elif a >= 10:
+        text = f"{value:.1f}"
+    elif a >= 1:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3g}"
+    return text
+
+
+def measure_cell(row, key, fn):
+    """Runs one cell's measurement; a failure becomes "n/a: reason" and the run goes on."""
+    try:
+        row.values[key] = fn()
+        log(f"  {row.rid} [{key}] = {fmt(row.values[key])} {row.unit}")
+    except BenchError as error:
+        row.values[key] = f"n/a: {error}"
+        log(f"  {row.rid} [{key}] n/a: {error}")
+
+
+def na_others(row, reason):
+    for system in ("rclone", "httpdirfs"):
+        row.values[system] = f"n/a: {reason}"
+
+
+# ----------------------------------------------------------------------------- primitives
+
+def read_all(path, expected_size, timeout=600):
+    """Seconds to read a file to /dev/null with 1 MiB reads (dd)."""
+    seconds, result = timed(["dd", f"if={path}", "of=/dev/null", "bs=1M"], timeout)
+    match = re.search(r"^(\d+) bytes", result.stderr, re.M)
+    got = int(match.group(1)) if match else -1
+    if got != expected_size:
+        raise BenchError(f"read {got} bytes of {path}, expected {expected_size}")
+    return seconds
+
+
+def verify(ctx, path, rel, timeout=600):
+    digest = sha256_file(path, timeout)
+    if digest != ctx.files[rel]["sha256"]:
+        raise BenchError(f"WRONG BYTES: sha256 of {path} differs from the original")
+
+
+def curl_seconds(ctx, link, rel, timeout=600):
+    seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}",
+                             ctx.url(link, rel)], timeout)
+    if int(float(result.stdout.strip() or 0)) != ctx.size(rel):
+        raise BenchError(f"curl fetched {result.stdout} bytes of {rel}")
+    return seconds
+
+
+def curl_verify(ctx, link, rel, timeout=600):
+    out = run(f"curl -sS --fail '{ctx.url(link, rel)}' | openssl dgst -sha256 -r", timeout, shell=True).stdout
+    if out.split()[0] != ctx.files[rel]["sha256"]:
+        raise BenchError(f"curl of {rel} returned wrong bytes")
+
+
+def timed_pread(path, offset, length, timeout):
+    """stat + open + pread in a thread, so a hung read cannot hang the benchmark."""
+    result = {}
+
+    def work():
+        try:
+            start = time.perf_counter()
+            os.stat(path)
+            result["stat"] = time.perf_counter() - start
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+            result["seconds"] = time.perf_counter() - start
+            result["data"] = data
+        except OSError as error:
+            result["error"] = error
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise BenchError(f"read of {path} did not return within {timeout} s")
+    if "error" in result:
+        raise BenchError(f"read of {path}: {result['error']}")
+    return result["seconds"], result["data"], result["stat"]
+
+
+def original_bytes(rel, offset, length):
+    with open(WWW / rel, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+def rangefs_data_file(mount, rel):
+    """The cache's own data file for a path of a RangeFS mount (complete or partial)."""
+    db = mount.cache / "metadata.sqlite"
+    url = mount.ctx.url(mount.link, rel)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            row = con.execute("select dataName from cached_file where url = ?", (url,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as error:
+        raise BenchError(f"cannot read {db}: {error}")
+    if not row:
+        raise BenchError(f"{url} is not in the cache database")
+    for candidate in (mount.cache / "data" / row[0], mount.cache / "data" / (row[0] + ".part")):
+        if candidate.exists():
+            return candidate
+    raise BenchError(f"no data file for {rel} in {mount.cache}")
+
+
+def fio(path, bs, runtime=None, number_ios=None, direct=1, timeout=None):
+    cmd = ["fio", "--name=bench", f"--filename={path}", "--readonly", "--rw=randread", f"--bs={bs}",
+           "--ioengine=psync", f"--direct={direct}", "--invalidate=0", "--randseed=42",
+           "--output-format=json"]
+    if runtime:
+        cmd += ["--time_based", f"--runtime={runtime}s"]
+    if number_ios:
+        cmd += [f"--number_ios={number_ios}"]
+    result = run(cmd, timeout or (runtime or 0) + 120, check=False)
+    if result.returncode != 0:
+        raise BenchError(f"fio exited {result.returncode}: {(result.stderr or result.stdout).strip()[-200:]}")
+    job = json.loads(result.stdout[result.stdout.index("{"):])["jobs"][0]["read"]
+    return {"iops": job["iops"], "bytes": job["io_bytes"], "seconds": job["runtime"] / 1000}
+
+
+def fio_with_fallback(path, bs, **kw):
+    """fio with --direct=1; FUSE may refuse O_DIRECT, then --direct=0 (noted)."""
+    try:
+        return fio(path, bs, direct=1, **kw), 1
+    except BenchError as error:
+        if "Invalid argument" not in str(error) and "direct" not in str(error).lower():
+            raise
+        return fio(path, bs, direct=0, **kw), 0
+
+
+def http_random_reads(url, size, bs, seconds):
+    """The link's figure for random reads: one keep-alive connection, one Range GET of
+    `bs` bytes at a random aligned offset at a time (what a psync job asks for)."""
+    host, _, rest = url[len("http://"):].partition("/")
+    h, _, p = host.partition(":")
+    rng = random.Random(42)
+    conn = http.client.HTTPConnection(h, int(p), timeout=30)
+    count = 0
+    deadline = time.perf_counter() + seconds
+    start = time.perf_counter()
+    try:
+        while time.perf_counter() < deadline:
+            off = rng.randrange(size // bs) * bs
+            conn.request("GET", "/" + rest, headers={"Range": f"bytes={off}-{off + bs - 1}"})
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 206 or len(body) != bs:
+                raise BenchError(f"range request answered {response.status} with {len(body)} bytes")
+            count += 1
+    except (OSError, http.client.HTTPException) as error:
+        raise BenchError(f"range requests failed: {error}")
+    finally:
+        conn.close()
+    return count / (time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------- rows
+
+def systems(ctx):
+    return [s for s in SYSTEMS if s == "rangefs" or not ctx.args.skip_others]
+
+
+def row_cold_sequential(ctx, link):
+    rel = BIG if link == "plain" else SLOW_SEQ
+    mib = ctx.size(rel) // MiB
+    row = Row(f"cold-seq-{link}", f"Cold sequential read, {mib} MiB ({link})", "MB/s", "higher",
+              "curl -o /dev/null", link, ("ratio>=", 0.90), "≥ 0.90× curl")
+    n = ctx.args.repeats
+
+    def baseline():
+        times = [curl_seconds(ctx, link, rel) for _ in range(n)]
+        curl_verify(ctx, link, rel)
+        return ctx.size(rel) / median(times) / 1e6
+
+    def system(name):
+        def measure():
+            times = []
+            for _ in range(n):
+                with mounted(ctx, name, link, prefetch="opened") as m:
+                    times.append(read_all(m.path(rel), ctx.size(rel)))
+                    verify(ctx, m.path(rel), rel)
+            return ctx.size(rel) / median(times) / 1e6
+        return measure
+
+    measure_cell(row, "baseline", baseline)
+    for name in systems(ctx):
+        measure_cell(row, name, system(name))
+    return [row]
+
+
+def rows_warm(ctx):
+    """Warm re-read on the same mount (page cache dropped, and hot), and after a remount."""
+    rel, size, n = BIG, ctx.size(BIG), ctx.args.repeats
+    dropped = Row("warm-dropped", "Warm re-read, same mount, page cache dropped, 512 MiB", "MB/s",
+                  "higher", "local read of the cache file (dropped)", "plain", ("ratio>=", 0.90),
+                  "≥ 0.90× disk")
+    hot = Row("warm-hot", "Warm re-read, same mount, page cache hot, 512 MiB", "MB/s", "higher",
+              "local read of the cache file (hot)", "plain", ("ratio>=", 0.90), "≥ 0.90× local")
+    remount = Row("remount", "Re-read after remount, cache kept (page cache dropped), 512 MiB", "MB/s",
+                  "higher", "local read of the cache file (dropped)", "plain", ("ratio>=", 0.90),
+                  "≥ 0.90× disk")
+    rows = [dropped, hot, remount]
+    disk_file = {}
+
+    for name in systems(ctx):
+        def measure(name=name):
+            m = ctx.mount(name, "plain", prefetch="opened")
+            try:
+                read_all(m.path(rel), size)           # fill the cache
+                verify(ctx, m.path(rel), rel)
+                t_drop, t_hot = [], []
+                for _ in range(n):
+                    ctx.drop_caches()
+                    t_drop.append(read_all(m.path(rel), size))
+                verify(ctx, m.path(rel), rel)
+                read_all(m.path(rel), size)
+                for _ in range(n):
+                    t_hot.append(read_all(m.path(rel), size))
+                if name == "rangefs":
+                    disk_file["path"] = rangefs_data_file(m, rel)
+                    disk_file["baseline"] = measure_disk(ctx, disk_file["path"], size, n)
+            finally:
+                m.unmount()
+            t_remount = []
+            try:
+                for _ in range(n):
+                    ctx.drop_caches()
+                    m2 = ctx.mount(name, "plain", prefetch="opened", cache=m.cache)
+                    try:
+                        mark = LogMark(ctx, "plain")
+                        t_remount.append(read_all(m2.path(rel), size))
+                        verify(ctx, m2.path(rel), rel)
+                    finally:
+                        m2.unmount()
+                    fetched = mark.bytes_sent(rel)
+                    if fetched:
+                        remount.note += f" {name} fetched {fetched / MiB:.1f} MiB again after a remount."
+            finally:
+                shutil.rmtree(m.cache, ignore_errors=True)
+            return size / median(t_drop) / 1e6, size / median(t_hot) / 1e6, size / median(t_remount) / 1e6
+
+        try:
+            a, b, c = measure()
+            dropped.values[name], hot.values[name], remount.values[name] = a, b, c
+            log(f"  warm [{name}] dropped {a:.0f} hot {b:.0f} remount {c:.0f} MB/s")
+        except BenchError as error:
+            for row in rows:
+                row.values[name] = f"n/a: {error}"
+            log(f"  warm [{name}] n/a: {error}")
+
+    if "baseline" in disk_file:
+        d, h = disk_file["baseline"]
+        dropped.values["baseline"], hot.values["baseline"], remount.values["baseline"] = d, h, d
+    else:
+        for row in rows:
+            row.values["baseline"] = "n/a: no RangeFS cache file to read"
+    if not ctx.can_drop:
+        for row in (dropped, remount):
+            row.note += " Page cache could not be dropped."
+    return rows
+
+
+def measure_disk(ctx, path, size, n):
+    """Reads the cache's own data file from local disk: page cache dropped, and hot."""
+    dropped = []
+    for _ in range(n):
+        ctx.drop_caches()
+        dropped.append(read_all(path, size))
+    read_all(path, size)
+    hot = [read_all(path, size) for _ in range(n)]
+    return size / median(dropped) / 1e6, size / median(hot) / 1e6
+
+
+def row_ttfb(ctx, link):
+    rel, n = BIG, ctx.args.repeats
+    row = Row(f"ttfb-{link}", f"First 4 KiB at offset 400 MiB of a cold file ({link})", "ms", "lower",
+              "curl -r (one 4 KiB range request)", link, ("ratio<=", 1.5), "≤ 1.5× curl -r",
+              note="stat + open + pread(4 KiB) right after a fresh mount with an empty cache.")
+    expected = original_bytes(rel, TTFB_OFFSET, 4096)
+    out = ctx.work / "ttfb.out"
+
+    def baseline():
+        times = []
+        for _ in range(n):
+            result = run(["curl", "-sS", "--fail", "-r", f"{TTFB_OFFSET}-{TTFB_OFFSET + 4095}", "-o", str(out),
+                          "-w", "%{time_total}", ctx.url(link, rel)], 60)
+            if out.read_bytes() != expected:
+                raise BenchError("curl -r returned wrong bytes")
+            times.append(float(result.stdout))
+        return median(times) * 1000
+
+    def system(name):
+        def measure():
+            times, stats = [], []
+            for _ in range(n):
+                with mounted(ctx, name, link, prefetch="opened") as m:
+                    seconds, data, stat_seconds = timed_pread(m.path(rel), TTFB_OFFSET, 4096, 120)
+                    if data != expected:
+                        raise BenchError("WRONG BYTES at offset 400 MiB")
+                    times.append(seconds)
+                    stats.append(stat_seconds)
+            row.note += f" {name}: stat {median(stats) * 1000:.1f} ms of it."
+            if name == "rangefs":
+                quiet = []
+                for _ in range(n):
+                    with mounted(ctx, name, link, prefetch="none") as m:
+                        seconds, data, _ = timed_pread(m.path(rel), TTFB_OFFSET, 4096, 120)
+                        if data != expected:
+                            raise BenchError("WRONG BYTES at offset 400 MiB")
+                        quiet.append(seconds)
+                row.note += f" rangefs with --prefetch none: {median(quiet) * 1000:.1f} ms."
+            return median(times) * 1000
+        return measure
+
+    measure_cell(row, "baseline", baseline)
+    for name in systems(ctx):
+        measure_cell(row, name, system(name))
+    return [row]
+
+
+def rows_fio(ctx):
+    rel, size, runtime = MID, ctx.size(MID), ctx.args.fio_runtime
+    rows = []
+    for bs in ("4k", "128k"):
+        bs_bytes = 4096 if bs == "4k" else 131072
+        cold = Row(f"fio-{bs}-cold", f"fio randread {bs} psync, cold, {runtime} s over 64 MiB", "IOPS",
+                   "higher", "Range GETs, 1 keep-alive connection", "plain")
+        amp = Row(f"fio-{bs}-amp", f"  bytes from server ÷ bytes read (cold {bs}, {runtime} s)", "×",
+                  "lower", "exact ranges", "plain",
+                  ("abs<=", 2.0) if bs == "4k" else None, "≤ 2×" if bs == "4k" else "")
+        warm = Row(f"fio-{bs}-warm", f"fio randread {bs} psync, warm, {runtime} s", "IOPS", "higher",
+                   "fio on the local cache file", "plain")
+        rows += [cold, amp, warm]
+        amp.values["baseline"] = 1.0
+        measure_cell(cold, "baseline", lambda: http_random_reads(ctx.url("plain", rel), size, bs_bytes, runtime))
+        disk_path = {}
+        for name in systems(ctx):
+            try:
+                with mounted(ctx, name, "plain", prefetch="none") as m:
+                    mark = LogMark(ctx, "plain")
+                    result, direct = fio_with_fallback(m.path(rel), bs, runtime=runtime)
+                sent = mark.bytes_sent(rel)
+                cold.values[name] = result["iops"]
+                amp.values[name] = sent / max(result["bytes"], 1)
+                if not direct:
+                    cold.note += f" {name}: O_DIRECT refused, ran with --direct=0 (fresh mount, cold page cache)."
+                log(f"  {cold.rid} [{name}] {result['iops']:.0f} IOPS, server sent {sent / MiB:.1f} MiB "
+                    f"for {result['bytes'] / MiB:.1f} MiB read")
+            except BenchError as error:
+                cold.values[name] = amp.values[name] = f"n/a: {error}"
+                log(f"  {cold.rid} [{name}] n/a: {error}")
+
+            def measure_warm(name=name):
+                with mounted(ctx, name, "plain", prefetch="none") as m:
+                    read_all(m.path(rel), size)
+                    verify(ctx, m.path(rel), rel)
+                    if name == "rangefs":
+                        disk_path["path"] = rangefs_data_file(m, rel)
+                        disk_path["iops"] = fio(disk_path["path"], bs, runtime=runtime, direct=1)["iops"]
+                    mark = LogMark(ctx, "plain")
+                    result, direct = fio_with_fallback(m.path(rel), bs, runtime=runtime)
+                    if not direct:
+                        warm.note += f" {name}: O_DIRECT refused, ran with --direct=0 (page cache may serve)."
+                sent = mark.bytes_sent(rel)
+                if sent:
+                    warm.note += f" {name} fetched {sent / MiB:.1f} MiB during the warm run."
+                return result["iops"]
+            measure_cell(warm, name, measure_warm)
+        warm.values["baseline"] = disk_path.get("iops", "n/a: no RangeFS cache file")
+    rows += row_sparse_amplification(ctx)
+    return rows
+
+
+def row_sparse_amplification(ctx):
+    rel, ios = BIG, 2000
+    row = Row("fio-4k-sparse-amp", f"  bytes from server ÷ bytes read ({ios} × 4 KiB at random in 512 MiB, cold)",
+              "×", "lower", "exact ranges", "plain", ("abs<=", 2.0), "≤ 2×",
+              note=f"fio --number_ios={ios}: each read lands in a different block, so this shows over-fetch "
+                   "per miss, which a 10 s run over 64 MiB hides once the whole file is cached.")
+    row.values["baseline"] = 1.0
+    for name in systems(ctx):
+        def measure(name=name):
+            with mounted(ctx, name, "plain", prefetch="none") as m:
+                mark = LogMark(ctx, "plain")
+                result, _ = fio_with_fallback(m.path(rel), "4k", number_ios=ios, timeout=300)
+            return mark.bytes_sent(rel) / max(result["bytes"], 1)
+        measure_cell(row, name, measure)
+    return [row]
+
+
+def local_run(cmd, timeout=300):
+    return run(cmd, timeout).stdout
+
+
+def rows_media(ctx, link):
+    n = ctx.args.repeats
+    rows = []
+    probe = ["ffprobe", "-v", "error", "-show_entries", "format=duration,bit_rate:format_tags=title", "-of", "json"]
+    expected_probe = json.loads(local_run(probe + [str(WWW / SONG)]))
+
+    def check_probe(out):
+        if json.loads(out) != expected_probe:
+            raise BenchError("ffprobe saw different metadata than on the original")
+
+    sox_expected = run(["sox", str(WWW / WAV), "-n", "stat"], 120).stderr
+
+    def check_sox(err):
+        keep = lambda text: [l for l in text.splitlines() if l.startswith(("Samples read", "RMS", "Maximum amp"))]
+        if keep(err) != keep(sox_expected):
+            raise BenchError("sox stat differs from the original")
+
+    specs = [
+        ("ffprobe", "ffprobe of a 10-min MP3, cold", SONG, lambda f: probe + [f], check_probe, "stdout",
+         "ffprobe of the URL"),
+        ("mpg123", "mpg123 -t (decode all) of a 2-min MP3, cold", CLIP, lambda f: ["mpg123", "-q", "-t", f],
+         None, None, "mpg123 -t of the URL"),
+        ("mpg123-seek", "mpg123 -t: seek 5 min into a 10-min MP3, decode 2 s, cold", SONG,
+         lambda f: ["mpg123", "-q", "-t", "-k", str(SEEK_FRAMES), "-n", "77", f], None, None,
+         "mpg123 -t -k of the URL (streams up to the seek point)"),
+        ("sox", "sox stat of a 60-s WAV (10 MiB), cold", WAV, lambda f: ["sox", f, "-n", "stat"], check_sox,
+         "stderr", "curl | sox stat"),
+    ]
+    for rid, label, rel, make, check, stream, baseline_label in specs:
+        row = Row(f"{rid}-{link}", f"{label} ({link})", "s", "lower", baseline_label, link)
+        rows.append(row)
+
+        def baseline(rel=rel, make=make, check=check, stream=stream, rid=rid):
+            times = []
+            for _ in range(n):
+                if rid == "sox":
+                    seconds, result = timed(f"curl -sS --fail '{ctx.url(link, rel)}' | sox -t wav - -n stat",
+                                            300, shell=True)
+                else:
+                    seconds, result = timed(make(ctx.url(link, rel)), 300)
+                if check:
+                    check(getattr(result, stream))
+                times.append(seconds)
+            return median(times)
+
+        def system(name, rel=rel, make=make, check=check, stream=stream):
+            def measure():
+                times = []
+                for _ in range(n):
+                    with mounted(ctx, name, link, prefetch="opened") as m:
+                        seconds, result = timed(make(m.path(rel)), 300)
+                        if check:
+                            check(getattr(result, stream))
+                        times.append(seconds)
+                return median(times)
+            return measure
+
+        measure_cell(row, "baseline", baseline)
+        for name in systems(ctx):
+            measure_cell(row, name, system(name))
+    return rows
+
+
+def check_listing(out, count):
+    entries = [l for l in out.splitlines() if l.startswith("-")]
+    sizes = {l.split()[-1]: int(l.split()[4]) for l in entries}
+    if len(entries) != count:
+        raise BenchError(f"ls -la listed {len(entries)} files, expected {count}")
+    for name, size in sizes.items():
+        if (WWW / "small" / name).stat().st_size != size:
+            raise BenchError(f"ls -la shows the wrong size for {name}")
+
+
+def rows_ls(ctx, link):
+    n = ctx.args.repeats
+    cold = Row(f"ls-cold-{link}", f"ls -la of a 100-file directory, cold ({link})", "ms", "lower",
+               "curl -I of the 100 URLs (one process)", link)
+    warm = Row(f"ls-warm-{link}", f"ls -la of a 100-file directory, warm ({link})", "ms", "lower",
+               "ls -la of the local directory", link)
+    urls = [ctx.url(link, f"small/f{i:03d}.bin") for i in range(100)]
+
+    def baseline_cold():
+        return median([timed(["curl", "-sS", "--fail", "-I"] + urls, 120)[0] for _ in range(n)]) * 1000
+
+    def baseline_warm():
+        return median([timed(["ls", "-la", str(WWW / "small")], 60)[0] for _ in range(n)]) * 1000
+
+    measure_cell(cold, "baseline", baseline_cold)
+    measure_cell(warm, "baseline", baseline_warm)
+    for name in systems(ctx):
+        def measure(name=name):
+            t_cold, t_warm = [], []
+            for _ in range(n):
+                with mounted(ctx, name, link, prefetch="none") as m:
+                    seconds, result = timed(["ls", "-la", m.path("small")], 300)
+                    check_listing(result.stdout, 100)
+                    t_cold.append(seconds)
+                    for _ in range(n):
+                        seconds, result = timed(["ls", "-la", m.path("small")], 300)
+                        check_listing(result.stdout, 100)
+                        t_warm.append(seconds)
+            return median(t_cold) * 1000, median(t_warm) * 1000
+        try:
+            cold.values[name], warm.values[name] = measure()
+            log(f"  ls [{name}] cold {cold.values[name]:.1f} ms, warm {warm.values[name]:.1f} ms")
+        except BenchError as error:
+            cold.values[name] = warm.values[name] = f"n/a: {error}"
+            log(f"  ls [{name}] n/a: {error}")
+    return [cold, warm]
+
+
+def row_parallel(ctx, link):
+    rels, n = PAR[link], ctx.args.repeats
+    total = sum(ctx.size(r) for r in rels)
+    row = Row(f"parallel-{link}", f"4 parallel cold readers, 4 × {ctx.size(rels[0]) // MiB} MiB ({link})",
+              "MB/s", "higher", "4 parallel curl", link, ("ratio>=", 0.90), "≥ 0.90× 4 curls")
+
+    def together(cmds, timeout=600):
+        procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                  start_new_session=True) for c in cmds]
+        start = time.perf_counter()
+        try:
+            for p in procs:
+                left = max(1, timeout - (time.perf_counter() - start))
+                p.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"4 parallel readers did not finish in {timeout} s")
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    kill_group(p)
+        seconds = time.perf_counter() - start
+        for p in procs:
+            if p.returncode != 0:
+                raise BenchError(f"a reader failed: {p.stderr.read().decode(errors='replace')[-200:]}")
+        return seconds
+
+    def baseline():
+        times = [together([["curl", "-sS", "--fail", "-o", "/dev/null", ctx.url(link, r)] for r in rels])
+                 for _ in range(n)]
+        return total / median(times) / 1e6
+
+    def system(name):
+        def measure():
+            times = []
+            for _ in range(n):
+                with mounted(ctx, name, link, prefetch="opened") as m:
+                    times.append(together([["dd", f"if={m.path(r)}", "of=/dev/null", "bs=1M"] for r in rels]))
+                    for r in rels:
+                        verify(ctx, m.path(r), r)
+            return total / median(times) / 1e6
+        return measure
+
+    measure_cell(row, "baseline", baseline)
+    for name in systems(ctx):
+        measure_cell(row, name, system(name))
+    return [row]
+
+
+def row_prefetch(ctx, link):
+    rels = [r for r in ctx.files if r.startswith(("media/", "small/"))]
+    total = sum(ctx.size(r) for r in rels)
+    n = ctx.args.repeats
+    row = Row(f"prefetch-{link}", f"Prefetcher completes a collection, {len(rels)} files, "
+              f"{total / MiB:.0f} MiB ({link})", "s", "lower", "curl -Z --parallel-max 3 of every URL", link,
+              note="From the return of `rangefs mount --prefetch all` (default --max-downloads 3) until "
+                   "`rangefs status --json` (polled every 0.1 s) shows every file complete.")
+
+    def baseline():
+        cmd = ["curl", "-sS", "--fail", "-Z", "--parallel-max", "3"]
+        for r in rels:
+            cmd += ["-o", "/dev/null", ctx.url(link, r)]
+        return median([timed(cmd, 600)[0] for _ in range(n)])
+
+    def measure():
+        times = []
+        for _ in range(n):
+            with mounted(ctx, "rangefs", link, prefetch="all", manifest="collection") as m:
+                start = time.perf_counter()
+                deadline = time.monotonic() + 600
+                while True:
+                    status = json.loads(run([ctx.rangefs, "status", "--json", str(m.mnt)], 30).stdout)
+                    states = [f["state"] for f in status["files"]]
+                    if len(states) == len(rels) and all(s == "complete" for s in states):
+                        break
+                    if any(s == "failed" for s in states):
+                        raise BenchError("a file failed: " + str([f.get("failure") for f in status["files"]
+                                                                  if f["state"] == "failed"][:1]))
+                    if time.monotonic() > deadline:
+                        raise BenchError("not complete after 600 s")
+                    time.sleep(0.1)
+                times.append(time.perf_counter() - start)
+                for r in rels:
+                    verify(ctx, m.path(r), r)
+        return median(times)
+
+    measure_cell(row, "baseline", baseline)
+    measure_cell(row, "rangefs", measure)
+    na_others(row, "no background completion of a collection")
+    return [row]
+
+
+def row_rss_sparse(ctx):
+    rel = SPARSE
+    row = Row("rss-4g", "Peak RSS reading a 4 GiB file end to end (sparse on the server)", "MiB", "lower",
+              "target", "plain", ("abs<=", 64), "≤ 64 MiB",
+              note="VmHWM of the mount process after `dd bs=1M | openssl dgst -sha256` of the whole file.")
+    row.values["baseline"] = 64.0
+    speeds = {}
+    for name in systems(ctx):
+        def measure(name=name):
+            with mounted(ctx, name, "plain", prefetch="opened") as m:
+                if not m.pid:
+                    raise BenchError("mount process not found")
+                seconds, result = timed(f"dd if='{m.path(rel)}' bs=1M status=none | openssl dgst -sha256 -r",
+                                        900, shell=True)
+                if result.stdout.split()[0] != ctx.files[rel]["sha256"]:
+                    raise BenchError("WRONG BYTES in the 4 GiB file")
+                speeds[name] = ctx.size(rel) / seconds / 1e6
+                return vm_hwm_mib(m.pid)
+        measure_cell(row, name, measure)
+    row.note += " Read speed (with hashing): " + ", ".join(f"{k} {v:.0f} MB/s" for k, v in speeds.items()) + "."
+    return [row]
+
+
+def rows_many(ctx):
+    mount_row = Row("many-mount", "100,000-entry manifest: mount time", "s", "lower", "target", "plain",
+                    ("abs<=", 2.0), "≤ 2 s",
+                    note="RangeFS: `rangefs mount` of the manifest (--prefetch none) until mounted; rclone and "
+                         "httpdirfs mount the same tree from nginx's autoindex listings.")
+    ls_row = Row("many-ls", f"100,000 entries: ls (names) of its largest directory ({MANY_FLAT:,} files)", "ms",
+                 "lower", "ls of the local directory", "plain")
+    lsl_row = Row("many-lsl", "100,000 entries: ls -l of a 100-file directory, cold", "ms", "lower",
+                  "curl -I of the 100 URLs (one process)", "plain")
+    rss_row = Row("many-rss", "100,000 entries: peak RSS after those listings", "MiB", "lower", "target",
+                  "plain", ("abs<=", 64), "≤ 64 MiB")
+    rows = [mount_row, ls_row, lsl_row, rss_row]
+    mount_row.values["baseline"] = 2.0
+    rss_row.values["baseline"] = 64.0
+    flat = "many/flat"
+    measure_cell(ls_row, "baseline", lambda: median(
+        [timed(["ls", "-1", "--color=never", str(WWW / flat)], 60)[0] for _ in range(3)]) * 1000)
+    urls = [ctx.url("plain", f"many/d000/f{j:03d}.bin") for j in range(MANY_PER_DIR)]
+    measure_cell(lsl_row, "baseline", lambda: median(
+        [timed(["curl", "-sS", "--fail", "-I"] + urls, 120)[0] for _ in range(3)]) * 1000)
+    for name in systems(ctx):
+        try:
+            with mounted(ctx, name, "plain", prefetch="none", manifest="many") as m:
+                mount_row.values[name] = m.mount_seconds
+                if m.pid:
+                    rss_row.note += f" {name}: {vm_hwm_mib(m.pid):.0f} MiB right after mounting."
+                seconds, result = timed(["ls", "-1", "--color=never", m.path(flat)], 600)
+                if len(result.stdout.split()) != MANY_FLAT:
+                    raise BenchError(f"ls listed {len(result.stdout.split())} names")
+                ls_row.values[name] = seconds * 1000
+                seconds, result = timed(["ls", "-l", m.path("many/d000")], 600)
+                if len([l for l in result.stdout.splitlines() if l.startswith("-")]) != MANY_PER_DIR:
+                    raise BenchError("ls -l listed the wrong number of files")
+                lsl_row.values[name] = seconds * 1000
+                rss_row.values[name] = vm_hwm_mib(m.pid) if m.pid else "n/a: mount process not found"
+            log(f"  many [{name}] mount {mount_row.values[name]:.2f} s, ls {ls_row.values[name]:.0f} ms, "
+                f"ls -l {lsl_row.values[name]:.0f} ms, rss {rss_row.values[name]}")
+        except BenchError as error:
+            for row in rows:
+                row.values.setdefault(name, f"n/a: {error}")
+            log(f"  many [{name}] n/a: {error}")
+    return rows
+
+
+# ----------------------------------------------------------------------------- output
+
+COLUMNS = ("rangefs", "baseline", "ratio", "target", "rclone", "httpdirfs")
+
+
+def table_cells(row):
+    cells = {}
+    for key in ("rangefs", "baseline", "rclone", "httpdirfs"):
+        value = row.values.get(key)
+        cells[key] = "n/a" if isinstance(value, str) else fmt(value)
+    ratio = row.ratio()
+    show = ratio is not None and row.baseline_label not in ("target", "exact ranges")
+    cells["ratio"] = f"{ratio:.2f}×" if show else ""
+    met = row.met()
+    cells["target"] = (row.target_text + (" ✓" if met else " ✗" if met is False else "")) if row.target_text else ""
+    return cells
+
+
+def print_table(rows):
+    header = ["row", "unit", "RangeFS", "baseline", "ratio", "target", "rclone", "httpdirfs"]
+    lines = [header]
+    for row in rows:
+        c = table_cells(row)
+        lines.append([row.label, row.unit, c["rangefs"], c["baseline"], c["ratio"], c["target"], c["rclone"],
+                      c["httpdirfs"]])
+    widths = [max(len(l[i]) for l in lines) for i in range(len(header))]
+    print()
+    for i, line in enumerate(lines):
+        print("  ".join(cell.ljust(widths[j]) if j < 2 else cell.rjust(widths[j]) for j, cell in enumerate(line)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print()
+    for row in rows:
+        for key, value in row.values.items():
+            if isinstance(value, str):
+                print(f"  {row.rid} [{key}]: {value}")
+
+
+def tool_version(cmd, pattern=None):
+    try:
+        result = run(cmd, 20, check=False)
+        text = (result.stdout + result.stderr).strip()
+        line = text.splitlines()[0] if text else "?"
+        return line.strip()
+    except (BenchError, OSError):
+        return "not installed"
+
+
+def machine_info(ctx):
+    mem = next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1]
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], 10, check=False).stdout.strip()
+    dirty = run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", "Sources"], 10,
+                check=False).stdout.strip()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "cpus": f"{os.cpu_count()} × {cpu}",
+        "memory": f"{int(mem) / 1024 / 1024:.1f} GiB",
+        "kernel": os.uname().release,
+        "load average (1/5/15 min) at the start": ctx.load_at_start,
+        "load average (1/5/15 min) at the end": " ".join(open("/proc/loadavg").read().split()[:3]),
+        "rangefs": tool_version([ctx.rangefs, "--version"]) + f" (commit {commit}{', Sources modified' if dirty else ''})",
+        "nginx": tool_version(["/usr/sbin/nginx", "-v"]),
+        "curl": tool_version(["curl", "--version"]),
+        "rclone": tool_version(["rclone", "version"]),
+        "httpdirfs": "httpdirfs " + (run(["dpkg-query", "-W", "-f=${Version}", "httpdirfs"], 10, check=False).stdout
+                                     or "not installed"),
+        "fio": tool_version(["fio", "--version"]),
+        "ffmpeg": tool_version(["ffmpeg", "-version"]),
+        "sox": tool_version(["sox", "--version"]),
+        "mpg123": tool_version(["mpg123", "--version"]),
+        "libfuse": tool_version(["fusermount3", "--version"]),
+    }
+
+
+def md_escape(text):
+    return text.replace("|", "\\|")
+
+
+def write_markdown(ctx, rows, info, elapsed):
+    a = ctx.args
+    out = ["# RangeFS benchmarks", "",
+           f"One run of `bench/run.sh` on {info['date']}, {elapsed / 60:.1f} minutes. Each figure is the median "
+           f"of {a.repeats} repeats unless the row says otherwise; every whole-file read was checked against "
+           "the original's sha256 (the timed pass reads to /dev/null, a pass right after hashes the same file "
+           "through the same mount).", "",
+           "## Setup", "",
+           f"- **plain**: nginx on 127.0.0.1:{PLAIN_PORT} (loopback: no latency, ~1 GB/s; exposes per-request "
+           "overhead).",
+           f"- **slow**: nginx on 127.0.0.1:{SLOW_PORT} with `limit_rate {a.rate}` (per connection) behind a TCP proxy "
+           f"on 127.0.0.1:{PROXY_PORT} that adds {a.rtt_ms:g} ms of round trip (`bench/latency_proxy.py`). The rate "
+           "is per connection, so a client that opens several connections can beat a single curl.",
+           "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
+           "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls and "
+           "the 100,000-entry manifest, `--prefetch all` for the prefetcher row.",
+           "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
+           "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
+           "RangeFS manifests list.",
+           "- Cold = a fresh mount with an empty cache for every repeat; mount time is not counted except in the "
+           "mount-time row.",
+           f"- fio: `--rw=randread --ioengine=psync --direct=1 --readonly`, one run of {a.fio_runtime} s per cell; "
+           "the server's bytes are summed from nginx's access log ($body_bytes_sent).",
+           "- Server, client and filesystem share the same 2 cores, so loopback rows are CPU-bound and move by "
+           "tens of percent between runs, more when the machine is busy (load average below). The disk is a "
+           "virtual disk: after `drop_caches` the host may still cache it, so \"disk\" is an upper-bound-ish "
+           "figure that varies between runs.", ""]
+    if ctx.notes:
+        out += ["- " + n for n in ctx.notes] + [""]
+    out += ["## Results", "",
+            "| row | unit | RangeFS | baseline | ratio | target | rclone | httpdirfs | baseline is |",
+            "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+    for row in rows:
+        c = table_cells(row)
+        out.append(f"| {md_escape(row.label.strip())} | {row.unit} | {c['rangefs']} | {c['baseline']} | {c['ratio']} | "
+                   f"{c['target']} | {c['rclone']} | {c['httpdirfs']} | {md_escape(row.baseline_label)} |")
+    out += ["", "Ratio is RangeFS ÷ baseline. ✓/✗: the issue's target met or missed in this run.", ""]
+    notes = [(row, row.note.strip()) for row in rows if row.note.strip()]
+    na = [(row, k, v) for row in rows for k, v in row.values.items() if isinstance(v, str)]
+    if notes or na:
+        out += ["### Notes on rows", ""]
+        out += [f"- {md_escape(row.label.strip())}: {note}" for row, note in notes]
+        out += [f"- {md_escape(row.label.strip())}, {k}: {md_escape(v)}" for row, k, v in na]
+        out.append("")
+    ahead = [row for row in rows if row.ahead() is False]
+    out += ["### Targets", ""]
+    for row in rows:
+        met = row.met()
+        if met is not None:
+            out.append(f"- {'met' if met else '**missed**'}: {md_escape(row.label.strip())} — target {row.target_text}, "
+                       f"measured {table_cells(row)['ratio'] or fmt(row.values.get('rangefs')) + ' ' + row.unit}")
+    if ahead:
+        out.append("- **behind rclone or httpdirfs** on: " + "; ".join(md_escape(r.label.strip()) for r in ahead))
+    out += ["", "![RangeFS, rclone and httpdirfs relative to the baseline of each row](benchmarks.png)", "",
+            "## Machine and versions", ""]
+    out += [f"- {k}: {md_escape(v)}" for k, v in info.items()]
+    out += ["", "## Rerun", "",
+            "```sh", "bench/run.sh                 # everything, ~25 minutes; needs root (apt, drop_caches) and /dev/fuse",
+            "bench/run.sh --repeats 5     # more repeats",
+            "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
+            "```", "",
+            "It installs fio, sox, rclone, httpdirfs and python3-matplotlib with apt (plus the project's own "
+            "dependencies), builds `rangefs` in release mode, generates its data once into `bench/data/` "
+            "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
+            "Raw figures: `bench/data/results.json`.", ""]
+    (DOCS / "benchmarks.md").write_text("\n".join(out))
+
+
+def write_chart(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is missing: no chart")
+        return
+    colors = {"rangefs": "#1f77b4", "rclone": "#ff7f0e", "httpdirfs": "#2ca02c"}
+    absolute_kinds = ("target", "exact ranges")
+    relative = [r for r in rows if r.baseline_label not in absolute_kinds]
+    absolute = [r for r in rows if r.baseline_label in absolute_kinds]
+
+    def score(row, key):
+        v, b = row.values.get(key), row.values.get("baseline")
+        if not isinstance(v, (int, float)) or not isinstance(b, (int, float)) or v <= 0 or b <= 0:
+            return None
+        return v / b if row.better == "higher" else b / v
+
+    height = 0.45 * len(relative) * 1.0 + 2
+    fig = plt.figure(figsize=(15, height + 0.3 * len(absolute) * 3 + 2))
+    grid = fig.add_gridspec(2, 1, height_ratios=[height, 0.9 * len(absolute) + 1.5], hspace=0.12)
+    ax = fig.add_subplot(grid[0])
+    bar = 0.26
+    ys = list(range(len(relative)))
+    scores = [score(r, k) for r in relative for k in SYSTEMS]
+    scores = [v for v in scores if v]
+    lo = min(scores + [0.5]) / 3
+    hi = max(scores + [2.0]) * 4
+    for i, key in enumerate(SYSTEMS):
+        vals = [score(r, key) for r in relative]
+        pos = [y + (i - 1) * bar for y in ys]
+        ax.barh([p for p, v in zip(pos, vals) if v], [v for v in vals if v], height=bar, color=colors[key],
+                label=key)
+        for p, v, r in zip(pos, vals, relative):
+            if v is None:
+                ax.text(lo * 1.1, p, "n/a", va="center", fontsize=7, color="#888")
+            else:
+                ax.text(v * 1.08, p, f"{v:.2g}×", va="center", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([f"{r.label.strip()}\n(vs {r.baseline_label})" for r in relative], fontsize=7.5)
+    ax.invert_yaxis()
+    ax.set_xlabel("relative to the row's baseline (log scale; >1 = better than the baseline, "
+                  "speeds: value ÷ baseline, times and bytes: baseline ÷ value)")
+    ax.legend(loc="lower right")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    ax.set_title("RangeFS benchmarks: each system relative to the link (curl) or local-disk baseline")
+    if absolute:
+        ax2 = fig.add_subplot(grid[1])
+        ys = list(range(len(absolute)))
+        numbers = [v for r in absolute for k, v in r.values.items()
+                   if k != "baseline" and isinstance(v, (int, float)) and v > 0]
+        lo2, hi2 = min(numbers + [1.0]) / 3, max(numbers + [64.0]) * 8
+        ax2.set_xscale("log")
+        ax2.set_xlim(lo2, hi2)
+        for i, key in enumerate(SYSTEMS):
+            vals = [r.values.get(key) for r in absolute]
+            pos = [y + (i - 1) * bar for y in ys]
+            good = [(p, v) for p, v in zip(pos, vals) if isinstance(v, (int, float)) and v > 0]
+            ax2.barh([p for p, _ in good], [v for _, v in good], height=bar, color=colors[key])
+            for p, v in zip(pos, vals):
+                number = isinstance(v, (int, float)) and v > 0
+                ax2.text((v if number else lo2) * 1.08, p, f"{v:.3g}" if number else "n/a", va="center",
+                         fontsize=7, color="black" if number else "#888")
+        for y, r in zip(ys, absolute):
+            if r.target and r.target[0] == "abs<=":
+                ax2.plot([r.target[1]] * 2, [y - 0.45, y + 0.45], color="red", linewidth=2)
+            if r.baseline_label == "exact ranges":
+                ax2.plot([1, 1], [y - 0.45, y + 0.45], color="black", linewidth=1, linestyle="--")
+        ax2.set_yticks(ys)
+        ax2.set_yticklabels([f"{r.label.strip()} ({r.unit})" for r in absolute], fontsize=7.5)
+        ax2.invert_yaxis()
+        ax2.set_xlabel("absolute value (log scale, lower is better); red line = the issue's target, "
+                       "dashed = exact ranges (1×)")
+        ax2.grid(axis="x", which="both", alpha=0.3)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- main
+
+GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "rss", "many"]
+PLAIN_ONLY = {"warm", "fio", "rss", "many"}
+
+
+def check_tools(ctx):
+    for system, tool in (("rangefs", ctx.rangefs), ("rclone", "rclone"), ("httpdirfs", "httpdirfs")):
+        found = shutil.which(tool) or (os.path.isfile(tool) and os.access(tool, os.X_OK))
+        ctx.available[system] = bool(found)
+        if not found:
+            ctx.available[system + "_why"] = f"{tool} is not installed"
+    if not os.path.exists("/dev/fuse"):
+        raise SystemExit("bench: /dev/fuse is missing; nothing can be mounted here")
+    for tool in ("fio", "ffprobe", "mpg123", "sox", "curl", "openssl", "/usr/sbin/nginx"):
+        if not shutil.which(tool):
+            raise SystemExit(f"bench: {tool} is missing (bench/run.sh installs it)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="RangeFS benchmark suite (use bench/run.sh)")
+    parser.add_argument("--rangefs", help="the rangefs binary")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rate", default="2m", help="nginx limit_rate of the slow link (per connection)")
+    parser.add_argument("--rtt-ms", type=float, default=40.0, help="round trip added on the slow link")
+    parser.add_argument("--fio-runtime", type=int, default=10)
+    parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
+    parser.add_argument("--links", default="plain,slow")
+    parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
+    parser.add_argument("--work", default=str(BENCH / "data" / "work"))
+    parser.add_argument("--no-docs", action="store_true", help="print the table only")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite docs/benchmarks.md and .png from bench/data/results.json")
+    args = parser.parse_args()
+    if args.render_only:
+        saved = json.loads((DATA / "results.json").read_text())
+        rows = [Row.from_json(r) for r in saved["rows"]]
+        ctx = Context(argparse.Namespace(**saved["args"]))
+        ctx.notes = saved["notes"]
+        print_table(rows)
+        write_markdown(ctx, rows, saved["machine"], saved["elapsed_s"])
+        write_chart(rows, DOCS / "benchmarks.png")
+        return
+    if not args.rangefs:
+        parser.error("--rangefs is required")
+    groups = [g.strip() for g in args.only.split(",") if g.strip()]
+    links = [l.strip() for l in args.links.split(",") if l.strip()]
+    for g in groups:
+        if g not in GROUPS:
+            raise SystemExit(f"bench: unknown group {g!r}; groups: {', '.join(GROUPS)}")
+
+    ctx = Context(args)
+
+    def on_signal(signum, frame):
+        raise Interrupted(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    started = time.perf_counter()
+    rows = []
+    try:
+        check_tools(ctx)
+        clear_stale_mounts(ctx.work)
+        for sub in ("mnt", "cache"):
+            shutil.rmtree(ctx.work / sub, ignore_errors=True)
+        ctx.files = generate_data()
+        write_manifests(ctx)
+        start_servers(ctx)
+        log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT} (limit_rate {args.rate}); "
+            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT)")
+        measure = {
+            "cold": lambda l: row_cold_sequential(ctx, l),
+            "warm": lambda l: rows_warm(ctx),
+            "ttfb": lambda l: row_ttfb(ctx, l),
+            "fio": lambda l: rows_fio(ctx),
+            "media": lambda l: rows_media(ctx, l),
+            "ls": lambda l: rows_ls(ctx, l),
+            "parallel": lambda l: row_parallel(ctx, l),
+            "prefetch": lambda l: row_prefetch(ctx, l),
+            "rss": lambda l: row_rss_sparse(ctx),
+            "many": lambda l: rows_many(ctx),
+        }
+        for group in GROUPS:
+            if group not in groups:
+                continue
+            for link in links:
+                if group in PLAIN_ONLY and link != "plain":
+                    continue
+                log(f"== {group} ({link})")
+                rows += measure[group](link)
+    except (KeyboardInterrupt, Interrupted) as error:
+        log(f"interrupted ({error}); cleaning up")
+        ctx.cleanup()
+        sys.exit(130)
+    finally:
+        ctx.cleanup()
+    elapsed = time.perf_counter() - started
+    print_table(rows)
+    info = machine_info(ctx)
+    results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes,
+               "rows": [r.to_json() for r in rows]}
+    (DATA / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    if not args.no_docs:
+        DOCS.mkdir(exist_ok=True)
+        write_markdown(ctx, rows, info, elapsed)
+        write_chart(rows, DOCS / "benchmarks.png")
+        log("wrote docs/benchmarks.md and docs/benchmarks.png")
+    log(f"done in {elapsed / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

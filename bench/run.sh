@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
+# release mode, generates its data once into bench/data/ (gitignored), serves it with its
+# own nginx on 127.0.0.1, measures RangeFS against curl, the local disk, rclone and
+# httpdirfs, prints a table and rewrites docs/benchmarks.md and docs/benchmarks.png.
+#
+# Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
+#        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
+# Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
+# Takes about 25 minutes on 2 cores. Everything it mounts or starts is stopped on exit.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+WORK=$ROOT/bench/data/work
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo -n); fi
+
+# ------------------------------------------------------------------ clean-up on any exit
+cleanup() {
+    local status=$?
+    set +e
+    # bench.py unmounts and stops its servers itself; this is the fallback if it was killed.
+    if [ -r /proc/self/mountinfo ]; then
+        awk -v w="$WORK/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | while read -r mnt; do
+            timeout 30 fusermount3 -u -z "$mnt" 2>/dev/null
+        done
+    fi
+    if [ -f "$WORK/servers.pid" ]; then
+        while read -r pid; do
+            [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+        done < "$WORK/servers.pid"
+        rm -f "$WORK/servers.pid"
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# ------------------------------------------------------------------ packages
+scripts/install-deps.sh
+bench_packages=(fio sox rclone httpdirfs python3-matplotlib openssl coreutils)
+missing=()
+for pkg in "${bench_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "bench: installing ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    for pkg in "${missing[@]}"; do
+        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column.
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
+            || echo "bench: could not install $pkg; its rows will say n/a" >&2
+    done
+fi
+
+# ------------------------------------------------------------------ build
+if [ -n "${RANGEFS_BIN:-}" ]; then
+    RANGEFS=$RANGEFS_BIN
+else
+    echo "bench: building rangefs (release)"
+    timeout 1800 swift build -c release --scratch-path .build-bench --product rangefs
+    RANGEFS="$(swift build -c release --scratch-path .build-bench --show-bin-path)/rangefs"
+fi
+[ -x "$RANGEFS" ] || { echo "bench: no rangefs binary at $RANGEFS" >&2; exit 1; }
+
+# ------------------------------------------------------------------ run
+# Debian's python3 (matplotlib comes from apt), not whatever python3 is first on PATH.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+mkdir -p "$WORK"
+timeout --foreground --signal=TERM --kill-after=60 7200 "$PY" bench/bench.py --rangefs "$RANGEFS" "$@"
