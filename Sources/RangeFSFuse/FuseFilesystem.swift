@@ -118,7 +118,8 @@ public final class FuseFilesystem: Sendable {
         case let index?:
             catalog.file(forEntry: index) { result in
                 switch result {
-                case .success(let file): body(self.fileAttributes(node, file))
+                case .success(let file):
+                    body(self.fileAttributes(node, file, modified: self.catalog.modified(ofEntry: index, file: file)))
                 case .failure(let error): request.reply(error: error.errno)
                 }
             }
@@ -134,13 +135,13 @@ public final class FuseFilesystem: Sendable {
         return attributes
     }
 
-    private func fileAttributes(_ node: NamespaceNode, _ file: CachedFile) -> stat {
+    private func fileAttributes(_ node: NamespaceNode, _ file: CachedFile, modified: Date?) -> stat {
         var attributes = baseAttributes(node)
         attributes.st_mode = S_IFREG | (0o444 & ~ownership.umask)
         attributes.st_nlink = 1
         attributes.st_size = off_t(file.layout.fileSize)
         attributes.st_blocks = blkcnt_t((file.layout.fileSize + 511) / 512)
-        if let modified = file.modified {
+        if let modified {
             attributes.st_mtim = timespec(date: modified)
             attributes.st_ctim = attributes.st_mtim
         }

@@ -13,7 +13,7 @@ struct MountCommand: ParsableCommand {
         in front and logs to stderr; Ctrl-C or SIGTERM unmounts, and so do 'rangefs unmount' and umount.
 
         -o takes FUSE options (allow_other, default_permissions, ...) and, as key=value, the \
-        settings of the flags below: cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
+        settings of the flags below: format, cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
         cache_max_size, cache_min_free, proxy, log_level, and foreground. A flag given on the \
         command line wins over the same setting in -o. Options meant for mount(8) (rw, ro, \
         defaults, noauto, user, _netdev, nofail, x-systemd.*) are ignored.
@@ -22,8 +22,19 @@ struct MountCommand: ParsableCommand {
         'mount -t fuse.rangefs' and /etc/fstab start rangefs, through mount.fuse3, which looks \
         for rangefs on the standard PATH (install it in /usr/local/bin or /usr/bin).
 
+        The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
+        line, or PATH<TAB>URL), JSON or YAML (a list of entries with url and optional path, size, \
+        sha256, headers, mtime), an M3U/M3U8 playlist, or a podcast RSS feed. The format is \
+        detected from the file name's extension (.txt, .json, .yaml, .m3u8, .rss, ...), else from \
+        the content; --format overrides it. A manifest fetched by URL uses the same --header, \
+        --proxy and --ca-file as the files, and relative playlist entries resolve against its URL. \
+        'rangefs refresh' reads the manifest again from the same place, in the same format.
+
         Examples:
           rangefs mount media.txt /mnt/media
+          rangefs mount https://example.com/podcast/feed.rss /mnt/podcast
+          rangefs mount --format m3u --header 'Authorization: Bearer TOKEN' \\
+            https://example.com/list?id=7 /mnt/list
           rangefs mount --cache-dir /var/cache/media --block-size 1M \\
             media.txt /mnt/media
           rangefs mount -f -o allow_other,default_permissions media.txt /mnt/media
@@ -34,11 +45,15 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "The manifest: one URL per line, or PATH<TAB>URL.")
+    @Argument(help: "The manifest: a file or an http(s) URL (text, JSON, YAML, M3U or RSS).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
     var mountpoint: String
+
+    @Option(help: ArgumentHelp("The manifest's format: auto detects it from the name, then the content.",
+                               valueName: "format"))
+    var format: ManifestFormatOption = .auto
 
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
     var cacheDir: String?
@@ -67,7 +82,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "HTTP proxy for every request, e.g. http://cache.local:3128 (default: $http_proxy, $https_proxy, $no_proxy).")
     var proxy: String?
 
-    @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable); never logged.")
+    @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
 
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
@@ -84,6 +99,11 @@ struct MountCommand: ParsableCommand {
     /// Set by the background launch: the pipe on which the mount reports that it is up.
     @Option(help: .hidden)
     var readyFd: Int32?
+
+    /// Set by the background launch: the pipe that carries the `--header`s, which may hold
+    /// secrets and so stay off the mount process's command line.
+    @Option(help: .hidden)
+    var headerFd: Int32?
 
     func validate() throws {
         guard let size = ByteSize.parse(blockSize), (4 << 10)...(64 << 20) ~= size else {
@@ -106,7 +126,7 @@ struct MountCommand: ParsableCommand {
         if let proxy, !(proxy.hasPrefix("http://") || proxy.hasPrefix("https://") || proxy.hasPrefix("socks")) {
             throw ValidationError("--proxy must be a URL such as http://proxy:3128 (got '\(proxy)')")
         }
-        _ = try parsedHeaders()
+        _ = try HeaderArguments.parse(headers)
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file \(caFile) cannot be read")
         }
@@ -127,33 +147,13 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    /// `--header 'Name: value'` as a dictionary; a malformed one is a usage error.
-    private func parsedHeaders() throws -> [String: String] {
-        var parsed: [String: String] = [:]
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":") else {
-                throw ValidationError("--header must look like 'Name: value'")
-            }
-            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            let nameIsToken = !name.isEmpty && name.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 32 && $0.value < 127 && $0 != ":" }
-            guard nameIsToken, !value.contains("\r"), !value.contains("\n") else {
-                throw ValidationError("--header '\(name)': a header name is one word and a value holds no line breaks")
-            }
-            parsed[name] = value
-        }
-        return parsed
-    }
-
     func run() throws {
-        let manifestPath = absolutePath(manifest)
         let mountPath = absolutePath(mountpoint)
-        let loaded: Manifest
-        do {
-            loaded = try Manifest.load(path: manifestPath)
-        } catch {
-            throw CommandFailure("\(error)")
-        }
+        var clientConfiguration = CurlClient.Configuration()
+        clientConfiguration.caFile = caFile.map(absolutePath)
+        clientConfiguration.proxy = proxy
+        let loader = try manifestLoader()
+        let loaded = try load(loader, clientConfiguration: clientConfiguration)
         try clearStaleMount(at: mountPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: mountPath, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -166,7 +166,7 @@ struct MountCommand: ParsableCommand {
         let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
 
         if !foreground, readyFd == nil {
-            var arguments = ["mount", manifestPath, mountPath, "--cache-dir", cachePath,
+            var arguments = ["mount", manifestArgument(loader.location), mountPath, "--cache-dir", cachePath,
                              "--block-size", blockSize, "--prefetch", prefetch, "--max-downloads", String(maxDownloads),
                              "--log-level", logLevel, "--ready-fd", "3"]
             if let maxRate { arguments += ["--max-rate", maxRate] }
@@ -174,22 +174,66 @@ struct MountCommand: ParsableCommand {
             if let cacheMaxSize { arguments += ["--cache-max-size", cacheMaxSize] }
             if let cacheMinFree { arguments += ["--cache-min-free", cacheMinFree] }
             if let proxy { arguments += ["--proxy", proxy] }
-            for header in headers { arguments += ["--header", header] }
+            if format != .auto { arguments += ["--format", format.argument] }
             for option in mountOptions { arguments += ["-o", option] }
-            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3)
+            var privateInput: BackgroundLaunch.PrivateInput?
+            if !loader.headers.isEmpty {
+                arguments += ["--header-fd", "4"]
+                privateInput = BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers))
+            }
+            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3, privateInput: privateInput)
             return
         }
         var prefetchConfiguration = Prefetcher.Configuration()
         prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
         prefetchConfiguration.maxDownloads = maxDownloads
-        let runner = MountRunner(manifest: loaded, manifestPath: manifestPath, mountpoint: mountPath, cachePath: cachePath,
+        let runner = MountRunner(manifest: loaded, loader: loader, mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
-                                 caFile: caFile.map(absolutePath),
+                                 clientConfiguration: clientConfiguration,
                                  cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
                                                           minFreeBytes: cacheMinFree.flatMap(ByteSize.parse)),
-                                 proxy: proxy, headers: try parsedHeaders(),
                                  logLevel: Logger.Level(rawValue: logLevel)!, readyDescriptor: readyFd)
         try runner.run()
+    }
+
+    /// Where the manifest is, in which format, and the headers for every request: from the
+    /// command line, or for the background mount from the private pipe.
+    private func manifestLoader() throws -> ManifestLoader {
+        let location: ManifestLocation
+        do {
+            location = try ManifestLocation(argument: manifest)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let headerArguments = try headerFd.map { descriptor in
+            try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
+        } ?? headers
+        let resolved: ManifestLocation = switch location {
+        case .file(let path): .file(path: absolutePath(path))
+        case .remote: location
+        }
+        return ManifestLoader(location: resolved, format: format.format, headers: try HeaderArguments.parse(headerArguments))
+    }
+
+    /// Reads the manifest before anything is mounted, so a bad one is reported here and
+    /// nothing is mounted half. A remote one is fetched with a client of its own.
+    private func load(_ loader: ManifestLoader, clientConfiguration: CurlClient.Configuration) throws -> Manifest {
+        let client = loader.isRemote
+            ? CurlClient(configuration: clientConfiguration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
+            : nil
+        defer { client?.shutdown() }
+        do {
+            return try loader.load(client: client)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+    }
+
+    private func manifestArgument(_ location: ManifestLocation) -> String {
+        switch location {
+        case .file(let path): path
+        case .remote(let url): url.absoluteString
+        }
     }
 }

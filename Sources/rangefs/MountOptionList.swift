@@ -18,6 +18,7 @@ struct MountOptionList: Equatable {
 
     /// `-o` key → `rangefs mount` flag. A key may be written with `_` or `-`.
     static let settingFlags: [String: String] = [
+        "format": "--format",
         "cache_dir": "--cache-dir",
         "block_size": "--block-size",
         "prefetch": "--prefetch",
@@ -94,6 +95,7 @@ struct MountOptionList: Equatable {
 
     private static func example(_ key: String) -> String {
         switch key {
+        case "format": "format=m3u"
         case "cache_dir": "cache_dir=/var/cache/rangefs/media"
         case "block_size": "block_size=1M"
         case "prefetch": "prefetch=opened"

@@ -8,8 +8,8 @@ import Synchronization
 /// order that loses nothing: stop transfers, commit what arrived, then release the kernel mount.
 struct MountRunner {
     var manifest: Manifest
-    /// Where the manifest is read again on `rangefs refresh`.
-    var manifestPath: String
+    /// How the manifest is read again on `rangefs refresh`: same place, format and headers.
+    var loader: ManifestLoader
     var mountpoint: String
     var cachePath: String
     var blockSize: UInt64
@@ -17,12 +17,9 @@ struct MountRunner {
     var prefetch: Prefetcher.Configuration
     /// Cap on the background transfers' combined speed, bytes per second.
     var maxRate: UInt64?
-    var caFile: String?
+    /// CA file and proxy (else libcurl's `http_proxy`/`https_proxy`/`no_proxy`).
+    var clientConfiguration: CurlClient.Configuration
     var cacheLimits = CacheLimits()
-    /// An HTTP proxy for every request (else libcurl's `http_proxy`/`https_proxy`/`no_proxy`).
-    var proxy: String?
-    /// Headers sent with every request (an entry's own headers win); never logged.
-    var headers: [String: String] = [:]
     var logLevel: Logger.Level
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
@@ -55,22 +52,16 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        var clientConfiguration = CurlClient.Configuration()
-        clientConfiguration.caFile = caFile
-        clientConfiguration.proxy = proxy
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
                                            committer: Committer(), policy: policy, logger: logger)
-        let manifest = withGlobalHeaders(manifest)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         let filesystemBox = Mutex<FuseFilesystem?>(nil)
         let refresher = RunningMount.ManifestRefresher(
-            load: { [manifestPath, headers] in
-                Self.withGlobalHeaders(try Manifest.load(path: manifestPath), headers: headers)
-            },
+            load: { [loader] in try loader.load(client: client) },
             show: { manifest, indices in
                 filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices),
                                                            manifest: manifest)
@@ -117,19 +108,6 @@ struct MountRunner {
         session.close()
         withExtendedLifetime(lock) {}
         logger.info("unmounted \(mountpoint)")
-    }
-
-    private func withGlobalHeaders(_ manifest: Manifest) -> Manifest {
-        Self.withGlobalHeaders(manifest, headers: headers)
-    }
-
-    /// `--header` values go with every entry; an entry's own header of the same name wins.
-    private static func withGlobalHeaders(_ manifest: Manifest, headers: [String: String]) -> Manifest {
-        var manifest = manifest
-        for index in manifest.entries.indices {
-            manifest.entries[index].headers.merge(headers) { own, _ in own }
-        }
-        return manifest
     }
 
     /// From now on stdout and stderr (and so the log) go to the cache's log file.

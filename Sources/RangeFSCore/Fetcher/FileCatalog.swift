@@ -139,6 +139,12 @@ public final class FileCatalog: Sendable {
         activityHandler.withLock { $0 = handler }
     }
 
+    /// The entry's modification time: the server's `Last-Modified`, else the time the
+    /// manifest states (a feed's `pubDate`, a JSON `mtime`), else nil.
+    public func modified(ofEntry index: Int, file: CachedFile) -> Date? {
+        file.modified ?? manifest.entries[index].modified
+    }
+
     /// The file for an entry if its size is already known, without waiting.
     public func knownFile(forEntry index: Int) -> CachedFile? {
         let key = manifest.entries[index].url.absoluteString

@@ -13,9 +13,10 @@ public struct Manifest: Sendable {
     }
 
     /// Reads and parses the manifest at `path`; errors are `ManifestError`s naming `path` as given.
-    public static func load(path: String) throws -> Manifest {
+    /// Without `format`, the file's extension decides, then its content.
+    public static func load(path: String, format: ManifestFormat? = nil) throws(ManifestError) -> Manifest {
         let text = try ManifestFileReader.readText(atPath: path)
-        return try parsePlainText(text, source: path)
+        return try parse(text, source: path, format: format)
     }
 
     public static func parsePlainText(_ text: String, source: String) throws(ManifestError) -> Manifest {

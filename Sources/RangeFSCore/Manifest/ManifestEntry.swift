@@ -11,6 +11,8 @@ public struct ManifestEntry: Sendable, Hashable {
     public var sha256: String?
     /// Extra request headers for this file.
     public var headers: [String: String]
+    /// Modification time the manifest states (JSON/YAML `mtime`, RSS `pubDate`), if any.
+    public var modified: Date?
     /// 1-based line in the manifest, for messages.
     public var line: Int
 
@@ -20,6 +22,7 @@ public struct ManifestEntry: Sendable, Hashable {
         size: UInt64? = nil,
         sha256: String? = nil,
         headers: [String: String] = [:],
+        modified: Date? = nil,
         line: Int
     ) {
         self.path = path
@@ -27,6 +30,7 @@ public struct ManifestEntry: Sendable, Hashable {
         self.size = size
         self.sha256 = sha256
         self.headers = headers
+        self.modified = modified
         self.line = line
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Reads a manifest file as UTF-8 text, turning I/O and encoding failures into `ManifestError`s.
+/// Reads a manifest file as text, turning I/O and encoding failures into `ManifestError`s.
 enum ManifestFileReader {
     static func readText(atPath path: String) throws(ManifestError) -> String {
         let data: Data
@@ -10,9 +10,17 @@ enum ManifestFileReader {
         } catch {
             throw ManifestError(source: path, line: 0, reason: "cannot read manifest: \(explanation(of: error, path: path))")
         }
+        return try decodeText(data, source: path)
+    }
+
+    /// The manifest's bytes as text: UTF-8, or the legacy encoding a feed declares.
+    /// Shared with manifests fetched over http(s).
+    static func decodeText(_ data: Data, source: String) throws(ManifestError) -> String {
         if let text = String(data: data, encoding: .utf8) { return text }
+        // A feed may declare a legacy encoding in its XML declaration; that is not a guess.
+        if let text = DeclaredXMLEncoding.decode(data) { return text }
         let line = firstLineWithInvalidUTF8(in: data)
-        throw ManifestError(source: path, line: line, reason: "not valid UTF-8 text")
+        throw ManifestError(source: source, line: line, reason: "not valid UTF-8 text")
     }
 
     private static func firstLineWithInvalidUTF8(in data: Data) -> Int {
