@@ -137,9 +137,11 @@ struct MountCommand: ParsableCommand {
 
     /// A RangeFS mount whose process died leaves "Transport endpoint is not connected"
     /// behind; mounting there again is what the user wants, so clear it first.
+    /// `statvfs`, not `stat`: the kernel may still answer `stat` of the root from its
+    /// attribute cache, but a filesystem query always reaches the dead process.
     private func clearStaleMount(at path: String) throws {
-        var info = stat()
-        guard stat(path, &info) != 0, errno == ENOTCONN,
+        var info = statvfs()
+        guard statvfs(path, &info) != 0, errno == ENOTCONN || errno == ECONNABORTED,
               MountTable.current().contains(where: { $0.mountpoint == path && $0.type == "fuse.rangefs" }) else { return }
         let result = try runTool("/bin/fusermount3", ["-u", "-z", path], timeout: .seconds(10))
         guard result.status == 0 else {

@@ -95,3 +95,20 @@ import Testing
         #expect(window.advise(read: (400 << 20)..<((400 << 20) + 4096)) == 0)
     }
 }
+
+@Suite struct ByteRangeSubtractionTests {
+    @Test func nothingTakenLeavesTheWholeRange() {
+        #expect((10..<20 as Range<UInt64>).subtracting([]) == [10..<20])
+        #expect((10..<20 as Range<UInt64>).subtracting([0..<10, 20..<30]) == [10..<20])
+    }
+
+    @Test func takenPartsSplitTheRangeInOrder() {
+        let pieces = (0..<100 as Range<UInt64>).subtracting([60..<70, 10..<20, 15..<25, 90..<200])
+        #expect(pieces == [0..<10, 25..<60, 70..<90])
+    }
+
+    @Test func aCoveringRangeLeavesNothing() {
+        #expect((10..<20 as Range<UInt64>).subtracting([5..<12, 12..<20]).isEmpty)
+        #expect((10..<20 as Range<UInt64>).subtracting([0..<100]).isEmpty)
+    }
+}

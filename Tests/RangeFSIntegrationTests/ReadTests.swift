@@ -188,7 +188,7 @@ extension RangeFSIntegrationTests {
         #expect(fetched < mp3.size, "ffprobe made the mount fetch the whole file: \(entries)")
     }
 
-    @Test("--block-size 64K: reads match, range requests are block-aligned, adjacent missing blocks are one request")
+    @Test("--block-size 64K: reads match, adjacent missing blocks are one request, requests are page-aligned and no byte is asked twice")
     func blockSizeOption() throws {
         let tail = fx.data.file("tail.bin")
         let blockSize = 65_536
@@ -216,15 +216,53 @@ extension RangeFSIntegrationTests {
         #expect(touching.count == 1, "two adjacent missing blocks read at once should be one request: \(touching.map(\.description))")
 
         #expect(SHA256.of(mount.path("tail.bin")).hash == tail.sha256)
+        // The first small read took only its own page; the whole-file read then asked for the
+        // rest of that block around it. Every request is page-aligned and no byte came twice.
         log.waitUntilQuiet()
+        var served: [Range<Int>] = []
         for entry in fx.nginx.accessLog.entries(for: "/tail.bin") where entry.method == "GET" {
             guard entry.range != "bytes=0-0" else { continue }   // a size probe
             for range in entry.requestedRanges(fileSize: tail.size) {
-                #expect(range.lowerBound % blockSize == 0, "range not aligned to 64 KiB: \(entry)")
-                #expect(range.upperBound % blockSize == 0 || range.upperBound == tail.size,
-                        "range does not end on a 64 KiB block: \(entry)")
+                #expect(range.lowerBound % 4096 == 0, "range not page-aligned: \(entry)")
+                #expect(range.upperBound % 4096 == 0 || range.upperBound == tail.size, "range does not end on a page: \(entry)")
+                served.append(range)
             }
         }
+        #expect(ByteRanges.overlaps(served).isEmpty, "bytes of tail.bin asked for twice: \(ByteRanges.overlaps(served))")
+    }
+
+    @Test("random 4 KiB reads fetch about what they ask for, and a later cp fetches only the rest (--prefetch none)")
+    func sparseReadsFetchTheirOwnPages() throws {
+        let big = fx.data.file("big.bin")
+        let mount = try fx.mount([ManifestLine(path: "big.bin", url: fx.nginx.url("big.bin"))], options: Fixture.readsOnly)
+        let log = fx.nginx.accessLog
+        let mark = log.mark()
+        // One read in each of 40 different blocks, O_DIRECT so the kernel adds no read-ahead.
+        var rng = SeededRandom(seed: 0x5EED_0004)
+        let blockCount = big.size / TestData.blockSize
+        let blocks = Array(0..<blockCount).shuffled(using: &rng).prefix(40)
+        for block in blocks {
+            let offset = block * TestData.blockSize + 4096 * Int.random(in: 1..<(TestData.blockSize / 4096), using: &rng)
+            let r = Command.run(["dd", "if=\(mount.path("big.bin"))", "iflag=direct,skip_bytes", "bs=4096",
+                                 "skip=\(offset)", "count=1", "status=none"], timeout: 60)
+            if Check.succeeded(r, "4 KiB at \(offset)", mount: mount) {
+                #expect(r.stdoutData == (try big.bytes(offset: offset, length: 4096)), "4 KiB at \(offset)")
+            }
+        }
+        log.waitUntilQuiet()
+        let sparse = log.entries(for: "/big.bin", since: mark).compactMap { $0.servedRange(fileSize: big.size) }
+        let fetched = sparse.reduce(0) { $0 + $1.count }
+        print("40 random 4 KiB reads: \(sparse.count) requests, \(fetched) bytes from the server for \(40 * 4096) asked")
+        #expect(fetched <= 2 * 40 * 4096, "random 4 KiB reads fetched \(fetched) bytes for \(40 * 4096) asked: \(sparse)")
+
+        let out = try Scratch.makeDir("sparse-copy")
+        defer { Scratch.remove(out) }
+        let copy = out.appendingPathComponent("big.bin").path
+        try #require(Check.succeeded(Command.run(["cp", mount.path("big.bin"), copy], timeout: 300), "cp big.bin", mount: mount))
+        #expect(SHA256.of(copy).hash == big.sha256, "the copy differs from the original")
+        log.waitUntilQuiet()
+        let all = log.entries(for: "/big.bin", since: mark).compactMap { $0.servedRange(fileSize: big.size) }
+        #expect(ByteRanges.overlaps(all).isEmpty, "bytes of big.bin served twice: \(ByteRanges.overlaps(all).prefix(5))")
     }
 }
 

@@ -46,9 +46,13 @@ enum Scratch {
 
     /// Removes a directory tree, after lazily unmounting anything still mounted inside it.
     static func remove(_ dir: URL) {
-        for point in MountTable.mountpoints(under: dir.path) {
-            _ = Command.run(["fusermount3", "-u", "-z", point], timeout: 10)
-            if MountTable.isMounted(point) { _ = umount2(point, Int32(MNT_DETACH)) }
+        // Not through `Command`: that needs the run directory, which may be what is being set up.
+        for point in MountTable.mountpoints(under: dir.path) where umount2(point, Int32(MNT_DETACH)) != 0 {
+            let fusermount = Process()
+            fusermount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+            fusermount.arguments = ["-u", "-z", point]
+            try? fusermount.run()
+            fusermount.waitUntilExit()
         }
         guard MountTable.mountpoints(under: dir.path).isEmpty else { return }
         try? FileManager.default.removeItem(at: dir)

@@ -177,8 +177,13 @@ public final class CachedFile: Sendable {
             if state.complete || bytes.isEmpty {
                 return [.reply(completion, .success(ReadyBytes(file: file, range: bytes)))]
             }
-            let end = readAheadEnd(after: bytes.upperBound, window: readAhead, in: state) ?? bytes.upperBound
-            var actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, in: &state)
+            var actions: [Action]
+            if readAhead == 0, let sparse = planSparseRead(bytes, in: &state) {
+                actions = [sparse]
+            } else {
+                let end = readAheadEnd(after: bytes.upperBound, window: readAhead, in: state) ?? bytes.upperBound
+                actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, in: &state)
+            }
             if isAvailable(bytes, in: state) {
                 actions.append(.reply(completion, .success(ReadyBytes(file: file, range: bytes))))
             } else {
@@ -278,20 +283,52 @@ public final class CachedFile: Sendable {
             if !wanted || block + 1 - start == maxBlocks {
                 let run = start..<(wanted ? block + 1 : block)
                 runStart = nil
-                var runBytes = layout.byteRange(ofBlocks: run)
-                // A reader that lands deep inside a missing block (a seek) should not wait for
-                // the block's start to arrive first: its request starts at its own bytes, and a
-                // second one brings the head of the block so that the block becomes whole.
-                let seek = bytes.lowerBound & ~(Self.pageSize - 1)
-                if readerNeedsUntil > 0, runBytes.contains(seek), seek - runBytes.lowerBound >= Self.seekSplitThreshold {
-                    let head = runBytes.lowerBound..<seek
-                    actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head), in: &state))
-                    runBytes = seek..<runBytes.upperBound
+                for var piece in missingPieces(of: layout.byteRange(ofBlocks: run), in: state) {
+                    // A reader that lands deep inside a missing block (a seek) should not wait for
+                    // the block's start to arrive first: its request starts at its own bytes, and a
+                    // second one brings the head of the block so that the block becomes whole.
+                    let seek = bytes.lowerBound & ~(Self.pageSize - 1)
+                    if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
+                        let head = piece.lowerBound..<seek
+                        actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head), in: &state))
+                        piece = seek..<piece.upperBound
+                    }
+                    actions.append(startTransfer(bytes: piece, blocks: layout.blocks(covering: piece), in: &state))
                 }
-                actions.append(startTransfer(bytes: runBytes, blocks: run, in: &state))
             }
         }
         return actions
+    }
+
+    /// The parts of `bytes` still to ask for: not the bytes already written into unfinished
+    /// blocks, nor those a page-sized read is bringing (nobody joins those, see
+    /// `planSparseRead`), nor, with `allInFlight`, anything another transfer is bringing.
+    private func missingPieces(of bytes: Range<UInt64>, in state: State, allInFlight: Bool = false) -> [Range<UInt64>] {
+        var taken: [Range<UInt64>] = []
+        for block in layout.blocks(covering: bytes) {
+            taken += state.partial[block] ?? []
+        }
+        for transfer in state.transfers.values where allInFlight || transfer.blocks.isEmpty {
+            taken.append(transfer.frontier..<transfer.bytes.upperBound)
+        }
+        return bytes.subtracting(taken)
+    }
+
+    /// A reader that jumped (no read-ahead) into blocks nobody has touched gets only its own
+    /// pages: random 4 KiB reads would otherwise cost a whole block each. A second read in the
+    /// same block takes the usual path and fetches the block, as a reader that keeps coming
+    /// back is better served by whole blocks. Returns nil when the usual path should run.
+    private func planSparseRead(_ bytes: Range<UInt64>, in state: inout State) -> Action? {
+        guard !state.streamOnly, !bytes.isEmpty else { return nil }
+        let blocks = layout.blocks(covering: bytes)
+        let blockBytes = layout.byteRange(ofBlocks: blocks)
+        let untouched = blocks.allSatisfy { !state.available.contains($0) && state.partial[$0] == nil }
+            && !state.transfers.values.contains { $0.bytes.overlaps(blockBytes) }
+        guard untouched else { return nil }
+        let start = bytes.lowerBound & ~(Self.pageSize - 1)
+        let end = min(layout.fileSize, (bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
+        // It brings no whole block: other readers of these blocks do not wait for it.
+        return startTransfer(bytes: start..<end, blocks: blocks.lowerBound..<blocks.lowerBound, in: &state)
     }
 
     private static let pageSize: UInt64 = 4096
@@ -309,7 +346,8 @@ public final class CachedFile: Sendable {
     /// For a server that ignores ranges: one GET of the whole file, unless one is running.
     /// Readers are answered as the stream passes their bytes.
     private func planStream(in state: inout State) -> [Action] {
-        guard !state.transfers.values.contains(where: \.wholeBody), layout.fileSize > 0 else { return [] }
+        guard !state.transfers.values.contains(where: \.wholeBody), !state.available.isComplete,
+              state.invalidated == nil else { return [] }
         let id = state.nextTransferID
         state.nextTransferID += 1
         let all = 0..<layout.blockCount
@@ -360,10 +398,15 @@ public final class CachedFile: Sendable {
                 let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
                 var end = free
                 while end < run.upperBound, end - free < maxBlocks, !isRequested(end, in: state) { end += 1 }
+                // Only the first gap: what a reader already brought into these blocks is not
+                // asked for again, and the next call takes the next gap.
+                guard let piece = missingPieces(of: layout.byteRange(ofBlocks: free..<end), in: state, allInFlight: true).first else {
+                    start = end
+                    continue
+                }
                 let id = state.nextTransferID
                 state.nextTransferID += 1
-                let blocks = free..<end
-                let transfer = Transfer(bytes: layout.byteRange(ofBlocks: blocks), blocks: blocks,
+                let transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
                                         urgency: TransferUrgency(.background), onFinish: onFinish)
                 state.transfers[id] = transfer
                 return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
@@ -504,8 +547,10 @@ public final class CachedFile: Sendable {
         switch error {
         case .cancelled:
             return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): unmounting"))
-        case .rangesNotSupported where !state.streamOnly:
-            // Nothing was written from that reply. From now on one stream fills the file.
+        case .rangesNotSupported:
+            // Nothing was written from that reply. From now on one stream fills the file; its
+            // readers wait for the stream (another transfer may have started it already).
+            guard !state.streamOnly else { return planStream(in: &state) }
             environment.logger.warning("\(url.redactedForDisplay): the server ignores ranges; reading the file as one stream")
             state.streamOnly = true
             return planStream(in: &state) + [.rangesIgnored]
@@ -588,6 +633,24 @@ public final class CachedFile: Sendable {
         return actions
     }
 
+    /// Fails the readers that wait for a block no transfer is bringing.
+    private func failOrphanedWaiters(in state: inout State, error: FetchError) -> [Action] {
+        var actions: [Action] = []
+        var waiting: [Waiter] = []
+        for waiter in state.waiters {
+            let orphaned = layout.blocks(covering: waiter.bytes).contains {
+                !state.available.contains($0) && !isRequested($0, in: state)
+            }
+            if orphaned, !isAvailable(waiter.bytes, in: state) {
+                actions.append(.reply(waiter.completion, .failure(error)))
+            } else {
+                waiting.append(waiter)
+            }
+        }
+        state.waiters = waiting
+        return actions
+    }
+
     // MARK: Durability
 
     /// Syncs the data, then commits its blocks; promotes the file once every block is durable.
@@ -616,15 +679,19 @@ public final class CachedFile: Sendable {
             // The data may not be on disk (a full disk shows up here, at writeback): trust only
             // what is durable, so those blocks are fetched again rather than served from a hole.
             environment.logger.error("cannot commit cached blocks of \(url.redactedForDisplay): \(error)")
-            let dropped = state.withLock { state -> UInt64 in
+            let (dropped, actions) = state.withLock { state -> (UInt64, [Action]) in
                 let dropped = cachedBytes(of: state.available) - cachedBytes(of: state.durable)
                 state.available = state.durable
                 state.partial = [:]
                 state.lastFailure = "\(error)"
+                // Readers whose bytes were just dropped and that no transfer will bring again
+                // fail now: fetching again into a cache that cannot keep data would not end.
+                let orphaned = failOrphanedWaiters(in: &state, error: FetchError("\(url.redactedForDisplay): cannot keep fetched data: \(error)"))
                 closeIfIdle(&state)
-                return dropped
+                return (dropped, orphaned)
             }
             events.cachedBytesChanged(-Int64(dropped))
+            perform(actions)
         }
     }
 

@@ -1,0 +1,95 @@
+// libFuzzer harness for the manifest parsers. Compiled into one module together with
+// Sources/RangeFSCore/Manifest/*.swift (see fuzz/run.sh), so internal types are reachable.
+//
+// The first byte of an input picks the entry point; the rest is the manifest text.
+// Besides "no crash", every accepted manifest must obey the rules all formats promise
+// (valid relative paths, http/https URLs with a host, no duplicate or clashing paths),
+// and every rejection must name the source.
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func rangefsManifestFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size > 0 else { return 0 }
+    let selector = data[0]
+    let body = UnsafeBufferPointer(start: data + 1, count: size - 1)
+    let text = String(decoding: body, as: UTF8.self)
+    let source = "fuzz-input"
+    do {
+        let manifest: Manifest
+        switch selector % 9 {
+        case 0: manifest = try Manifest.parsePlainText(text, source: source)
+        case 1: manifest = try Manifest.parse(text, source: source)                   // sniffed
+        case 2: manifest = try Manifest.parse(text, source: source, format: .json)
+        case 3: manifest = try Manifest.parse(text, source: source, format: .yaml)
+        case 4: manifest = try Manifest.parse(text, source: source, format: .m3u)
+        case 5: manifest = try Manifest.parse(text, source: source, format: .m3u,
+                                              baseURL: URL(string: "http://example.com/dir/list.m3u8"))
+        case 6: manifest = try Manifest.parse(text, source: source, format: .rss)
+        case 7: manifest = try Manifest.parse(text, source: source, format: .text)
+        default:
+            // Single fields on their own.
+            _ = try? RemoteURLParser.parse(text)
+            _ = try? EntryPath(validating: text)
+            _ = PercentDecoding.decode(text)
+            _ = FileNameText.sanitized(text)
+            _ = DisplayText.quoted(text)
+            _ = CredentialRedactor.redactingLoosely(text)
+            _ = CredentialRedactor.redactingAuthority(of: text)
+            _ = ManifestFormat(sniffing: text)
+            return 0
+        }
+        check(manifest, text: text)
+    } catch {
+        let message = error.description
+        guard message.hasPrefix(source) else {
+            fatalError("a manifest error that does not name its source: \(message)")
+        }
+        guard error.line >= 0, error.line <= text.utf8.count + 1 else {
+            fatalError("a manifest error with an impossible line \(error.line): \(message)")
+        }
+    }
+    return 0
+}
+
+/// The rules every accepted manifest must obey, whatever its format.
+private func check(_ manifest: Manifest, text: String) {
+    var files = Set<[String]>()
+    var directories = Set<[String]>()
+    for entry in manifest.entries {
+        let components = entry.path.components
+        guard !components.isEmpty else { fatalError("an entry with an empty path") }
+        for component in components {
+            let bytes = Array(component.utf8)
+            guard !bytes.isEmpty, component != ".", component != "..",
+                  !bytes.contains(UInt8(ascii: "/")), !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }),
+                  bytes.count <= 255 else {
+                fatalError("an accepted path with a bad component: \(components)")
+            }
+        }
+        guard let scheme = entry.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            fatalError("an accepted URL with scheme \(String(describing: entry.url.scheme))")
+        }
+        guard let host = entry.url.host, !host.isEmpty else {
+            fatalError("an accepted URL without a host: \(entry.url.absoluteString)")
+        }
+        guard entry.line >= 1 else { fatalError("an entry on line \(entry.line)") }
+        guard files.insert(components).inserted, !directories.contains(components) else {
+            fatalError("a duplicate or clashing path was accepted: \(components)")
+        }
+        for depth in 1..<components.count {
+            let ancestor = Array(components.prefix(depth))
+            guard !files.contains(ancestor) else { fatalError("a file used as a directory was accepted: \(ancestor)") }
+            directories.insert(ancestor)
+        }
+        if let size = entry.size, size > (1 << 62) { fatalError("an absurd size was accepted: \(size)") }
+        if let sha = entry.sha256, sha.utf8.count != 64 { fatalError("a malformed sha256 was accepted: \(sha)") }
+        for (name, value) in entry.headers {
+            if name.isEmpty || name.utf8.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: ":") }) {
+                fatalError("a malformed header name was accepted: \(name)")
+            }
+            if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
+                fatalError("a header value with CR, LF or NUL was accepted (header injection)")
+            }
+        }
+    }
+}
