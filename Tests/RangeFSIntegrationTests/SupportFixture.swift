@@ -43,10 +43,11 @@ final class Fixture {
         return m
     }
 
-    /// A `Mount` of a raw manifest text (for malformed manifests), not mounted.
-    func prepare(manifest: String, name: String) throws -> Mount {
+    /// A `Mount` of a raw manifest text (for malformed manifests, or formats other than plain
+    /// text), not mounted.
+    func prepare(manifest: String, name: String, options: [String] = []) throws -> Mount {
         let m = try Mount(binary: binary, manifest: manifest, manifestName: name,
-                          workDir: try Scratch.makeDir("mount"))
+                          workDir: try Scratch.makeDir("mount"), options: options)
         mounts.append(m)
         return m
     }

@@ -56,6 +56,9 @@ public final class RunningMount: MountControl {
             return try refresh()
         case .verify:
             let (checked, problems) = catalog.verify(timeout: .seconds(100))
+            // Files found changed start over; walking the manifest again lets the prefetcher
+            // complete them anew (it had dropped them from its list once they were complete).
+            prefetcher.manifestChanged()
             return problems.isEmpty ? "verified \(checked) cached file(s): all unchanged"
                 : "verified \(checked) cached file(s):\n" + problems.joined(separator: "\n")
         case .status, .pause, .resume:

@@ -45,8 +45,12 @@ public final class CachedFile: Sendable {
         /// The server ignores ranges: one stream from the start fills the file.
         var streamOnly: Bool
         var rate = RateMeter()
-        /// Set when the remote file changed: this version can never be completed or read again.
+        /// Set when the remote file changed, or when its bytes do not match the manifest's
+        /// sha256 (`rejected`): this version can never be completed or read again.
         var invalidated: String?
+        var rejected = false
+        /// What the whole file must hash to before it is promoted (the manifest's sha256).
+        var expectedSHA256: String?
         var nextWaiterID = 0
     }
 
@@ -87,6 +91,7 @@ public final class CachedFile: Sendable {
         case notify(@Sendable (Bool) -> Void, Bool)
         case expire(waiter: Int, after: Duration)
         case invalidated
+        case rejected
         case rangesIgnored
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
@@ -94,8 +99,8 @@ public final class CachedFile: Sendable {
         case commit
     }
 
-    init(record: CachedFileRecord, url: URL, headers: [String: String], environment: FetchEnvironment,
-         serverIgnoresRanges: Bool, events: CachedFileEvents) {
+    init(record: CachedFileRecord, url: URL, headers: [String: String], expectedSHA256: String? = nil,
+         environment: FetchEnvironment, serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
         self.headers = headers
         self.environment = environment
@@ -108,7 +113,7 @@ public final class CachedFile: Sendable {
         let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
         state = Mutex(State(available: bitmap, durable: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
-                            streamOnly: serverIgnoresRanges))
+                            streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256?.lowercased()))
     }
 
     // MARK: Looking
@@ -120,7 +125,7 @@ public final class CachedFile: Sendable {
                                       cachedBytes: cachedBytes(of: state.available),
                                       complete: state.complete,
                                       activeTransfers: state.transfers.count,
-                                      lastFailure: state.lastFailure,
+                                      lastFailure: state.invalidated ?? state.lastFailure,
                                       bytesPerSecond: state.rate.bytesPerSecond(at: now))
         }
     }
@@ -158,6 +163,22 @@ public final class CachedFile: Sendable {
         state.withLock { $0.complete }
     }
 
+    /// True once the finished file failed its sha256 check: it stays failed, and fetches
+    /// nothing more, until the catalog replaces it.
+    public var isRejected: Bool {
+        state.withLock { $0.rejected }
+    }
+
+    /// The sha256 the file must match before promotion (lowercase hex), if the manifest gives one.
+    public var expectedSHA256: String? {
+        state.withLock { $0.expectedSHA256 }
+    }
+
+    /// A refreshed manifest gives another sha256: the next promotion checks that one.
+    func expect(sha256: String?) {
+        state.withLock { $0.expectedSHA256 = sha256?.lowercased() }
+    }
+
     // MARK: Reading
 
     /// Answers once every byte of `bytes` is in the data file, fetching what is missing
@@ -166,7 +187,8 @@ public final class CachedFile: Sendable {
         let bytes = requested.clamped(to: 0..<layout.fileSize)
         let actions = state.withLock { state -> [Action] in
             if let reason = state.invalidated {
-                return [.reply(completion, .failure(FetchError("\(url.redactedForDisplay): \(reason); open the file again")))]
+                let advice = state.rejected ? "" : "; open the file again"
+                return [.reply(completion, .failure(FetchError("\(url.redactedForDisplay): \(reason)\(advice)")))]
             }
             let file: DataFile
             do {
@@ -435,6 +457,8 @@ public final class CachedFile: Sendable {
                 }
             case .invalidated:
                 events.invalidated(self)
+            case .rejected:
+                events.rejected(self)
             case .rangesIgnored:
                 events.rangesIgnored(self)
             case .cachedBytes(let delta):
@@ -544,6 +568,10 @@ public final class CachedFile: Sendable {
     }
 
     private func handleFinalFailure(_ error: RemoteError, of remainder: Range<UInt64>, in state: inout State) -> [Action] {
+        // This version was already given up (changed or rejected) and said so once.
+        if let reason = state.invalidated {
+            return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): \(reason)"))
+        }
         switch error {
         case .cancelled:
             return failWaiters(in: &state, overlapping: remainder, error: FetchError("\(url.redactedForDisplay): unmounting"))
@@ -588,7 +616,11 @@ public final class CachedFile: Sendable {
             why = "Last-Modified was \(modified), now \(info.validator.lastModified ?? "none")"
         }
         guard let why else { return nil }
-        perform(state.withLock { invalidate(because: why, in: &$0) })
+        perform(state.withLock { state in
+            // A rejected version is unreadable already: the catalog only has to forget it, so
+            // that the server's new version is fetched.
+            state.rejected ? [.invalidated] : invalidate(because: why, in: &state)
+        })
         return why
     }
 
@@ -664,6 +696,9 @@ public final class CachedFile: Sendable {
         do {
             try file.synchronize()
             let complete = snapshot.isComplete
+            if complete, let mismatch = try digestMismatch(of: file) {
+                return reject(because: mismatch)
+            }
             if complete { try promote() }
             try environment.store.commitBlocks(url: url.absoluteString, bitmap: snapshot.serialized,
                                                state: complete ? .complete : .partial)
@@ -693,6 +728,48 @@ public final class CachedFile: Sendable {
             events.cachedBytesChanged(-Int64(dropped))
             perform(actions)
         }
+    }
+
+    /// Hashes the finished file when the manifest gives a sha256; returns why it does not
+    /// match, or nil. It runs inside `commit()` on the committer's queue: off the read path
+    /// (readers go on being answered from the blocks meanwhile), and in line with eviction and
+    /// every other commit of this file, so the data cannot be dropped or promoted mid-hash.
+    private func digestMismatch(of file: DataFile) throws -> String? {
+        guard let expected = state.withLock({ $0.expectedSHA256 }) else { return nil }
+        let actual = try file.sha256(size: layout.fileSize)
+        return actual == expected ? nil : "sha256 mismatch: expected \(expected), got \(actual)"
+    }
+
+    /// The finished file is not what the manifest promised: its readers fail, its data and
+    /// blocks are forgotten, and it stays failed (fetching nothing) until the catalog replaces
+    /// it — after a refresh with another sha256, or a `verify` that finds a new version.
+    private func reject(because reason: String) {
+        let actions = state.withLock { state -> [Action] in
+            guard state.invalidated == nil else { return [] }
+            state.invalidated = reason
+            state.rejected = true
+            let failure = FetchError("\(url.redactedForDisplay): \(reason)")
+            var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+            actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
+            state.available = BlockBitmap(blockCount: layout.blockCount)
+            state.durable = state.available
+            state.partial = [:]
+            state.dataFile = nil
+            // Removed under the lock: no read can reopen the bad data in between.
+            unlink(environment.directory.dataPath(name: dataName, complete: false))
+            unlink(environment.directory.dataPath(name: dataName, complete: true))
+            actions.append(.rejected)
+            return actions
+        }
+        guard !actions.isEmpty else { return }
+        environment.logger.error("\(url.redactedForDisplay): \(reason); its cached data is discarded")
+        do {
+            try environment.store.commitBlocks(url: url.absoluteString, bitmap: emptyBitmap, state: .remote)
+            try environment.store.recordFailure(url: url.absoluteString, reason: reason)
+        } catch {
+            environment.logger.error("cannot record the failure of \(url.redactedForDisplay): \(error)")
+        }
+        perform(actions)
     }
 
     /// Moves the finished data file to its final name (the open descriptor follows it).
@@ -774,6 +851,8 @@ public final class CachedFile: Sendable {
 struct CachedFileEvents: Sendable {
     /// The remote file changed: the catalog forgets this version.
     var invalidated: @Sendable (CachedFile) -> Void
+    /// Its bytes failed the sha256 check and were dropped: whatever the kernel kept of them must go.
+    var rejected: @Sendable (CachedFile) -> Void
     /// Its server ignores ranges: the catalog remembers that for the host.
     var rangesIgnored: @Sendable (CachedFile) -> Void
     /// Its cached bytes grew or shrank by this much.

@@ -233,10 +233,11 @@ public final class FileCatalog: Sendable {
     private func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
         let ignoresRanges = rangeIgnoringServers.withLock { $0.contains(Self.server(of: entry.url)) }
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
+                                      rejected: { [self] file in remoteChangeHandler.withLock { $0 }?(file.url) },
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
                                       cachedBytesChanged: { [self] delta in cachedBytesChanged(by: delta) })
-        return CachedFile(record: record, url: entry.url, headers: entry.headers, environment: environment,
-                          serverIgnoresRanges: ignoresRanges, events: events)
+        return CachedFile(record: record, url: entry.url, headers: entry.headers, expectedSHA256: entry.sha256,
+                          environment: environment, serverIgnoresRanges: ignoresRanges, events: events)
     }
 
     /// `scheme://host:port`: servers ignore ranges as a whole, not per file.
@@ -361,7 +362,7 @@ public final class FileCatalog: Sendable {
     /// headers are unchanged keep their index (and everything cached); the others get new
     /// indices. Returns the indices of the new manifest's entries, in its order.
     public func replaceManifest(with newManifest: Manifest) -> [Int] {
-        table.withLock { table in
+        let active = table.withLock { table in
             var reusable: [String: Int] = [:]
             for index in table.active {
                 let entry = table.all.entries[index]
@@ -370,6 +371,7 @@ public final class FileCatalog: Sendable {
             var active: [Int] = []
             for entry in newManifest.entries {
                 if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
+                    table.all.entries[index].sha256 = entry.sha256
                     active.append(index)
                 } else {
                     table.all.entries.append(entry)
@@ -379,6 +381,19 @@ public final class FileCatalog: Sendable {
             table.all.source = newManifest.source
             table.active = active
             return active
+        }
+        applyChecksums(ofEntries: active)
+        return active
+    }
+
+    /// Loaded files take their entry's sha256 for their next promotion; one that failed the
+    /// old sha256 is forgotten, so that the next look-up fetches it again for the new one.
+    private func applyChecksums(ofEntries indices: [Int]) {
+        let entries = manifest.entries
+        for index in indices {
+            let expected = entries[index].sha256?.lowercased()
+            guard let file = knownFile(forEntry: index), file.expectedSHA256 != expected else { continue }
+            if file.isRejected { forget(file) } else { file.expect(sha256: expected) }
         }
     }
 
@@ -410,7 +425,7 @@ public final class FileCatalog: Sendable {
     public func verify(timeout: Duration) -> (checked: Int, problems: [String]) {
         let manifest = self.manifest
         let indices = activeEntries.filter { index in
-            if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 }
+            if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 || file.isRejected }
             let stored = storedRecords.withLock { $0[manifest.entries[index].url.absoluteString] }
             return stored.map { $0.state != .remote } ?? false
         }
@@ -429,6 +444,9 @@ public final class FileCatalog: Sendable {
                     case .success(let info):
                         if let why = file.verify(against: info) {
                             problems.withLock { $0.append("\(entry.path): changed (\(why)); cached data discarded") }
+                        } else if file.isRejected {
+                            let reason = file.snapshot.lastFailure ?? "failed"
+                            problems.withLock { $0.append("\(entry.path): \(reason); the server still has that version") }
                         }
                     case .failure(let error):
                         problems.withLock { $0.append("\(entry.path): \(error)") }
