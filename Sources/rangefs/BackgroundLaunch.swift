@@ -14,7 +14,7 @@ enum BackgroundLaunch {
         var text: String
     }
 
-    static func start(arguments: [String], readyDescriptor: Int32, privateInput: PrivateInput? = nil) throws {
+    static func start(arguments: [String], readyDescriptor: Int32, privateInputs: [PrivateInput] = []) throws {
         var pipeEnds: [Int32] = [0, 0]
         // Close-on-exec, so only the copy placed at `readyDescriptor` reaches the child.
         guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0,
@@ -26,13 +26,13 @@ enum BackgroundLaunch {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], readyDescriptor)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        var privateEnd: Int32?
-        if let privateInput {
+        var privateEnds: [Int32] = []
+        defer { privateEnds.forEach { _ = close($0) } }
+        for privateInput in privateInputs {
             let readEnd = try filledPipe(privateInput.text)
-            privateEnd = readEnd
+            privateEnds.append(readEnd)
             posix_spawn_file_actions_adddup2(&actions, readEnd, privateInput.descriptor)
         }
-        defer { privateEnd.map { _ = close($0) } }
 
         let executable = "/proc/self/exe"
         let argv: [UnsafeMutablePointer<CChar>?] = (["rangefs"] + arguments).map { strdup($0) } + [nil]

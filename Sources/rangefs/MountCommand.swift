@@ -105,6 +105,11 @@ struct MountCommand: ParsableCommand {
     @Option(help: .hidden)
     var headerFd: Int32?
 
+    /// Set by the background launch when the manifest URL holds credentials or a query (a
+    /// token, often): the real URL comes on this pipe, the command line shows it redacted.
+    @Option(help: .hidden)
+    var manifestFd: Int32?
+
     func validate() throws {
         guard let size = ByteSize.parse(blockSize), (4 << 10)...(64 << 20) ~= size else {
             throw ValidationError("--block-size must be between 4K and 64M, e.g. 256K (got '\(blockSize)')")
@@ -168,7 +173,20 @@ struct MountCommand: ParsableCommand {
         let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
 
         if !foreground, readyFd == nil {
-            var arguments = ["mount", manifestArgument(loader.location), mountPath, "--cache-dir", cachePath,
+            var privateInputs: [BackgroundLaunch.PrivateInput] = []
+            var extraArguments: [String] = []
+            let manifestArgument: String
+            switch loader.location {
+            case .file(let path):
+                manifestArgument = path
+            case .remote(let url):
+                manifestArgument = Self.shownOnCommandLine(url)
+                if manifestArgument != url.absoluteString {
+                    privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 5, text: url.absoluteString))
+                    extraArguments += ["--manifest-fd", "5"]
+                }
+            }
+            var arguments = ["mount", manifestArgument, mountPath, "--cache-dir", cachePath,
                              "--block-size", blockSize, "--prefetch", prefetch, "--max-downloads", String(maxDownloads),
                              "--log-level", logLevel, "--ready-fd", "3"]
             if let maxRate { arguments += ["--max-rate", maxRate] }
@@ -178,12 +196,12 @@ struct MountCommand: ParsableCommand {
             if let proxy { arguments += ["--proxy", proxy] }
             if format != .auto { arguments += ["--format", format.argument] }
             for option in mountOptions { arguments += ["-o", option] }
-            var privateInput: BackgroundLaunch.PrivateInput?
             if !loader.headers.isEmpty {
                 arguments += ["--header-fd", "4"]
-                privateInput = BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers))
+                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers)))
             }
-            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3, privateInput: privateInput)
+            arguments += extraArguments
+            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3, privateInputs: privateInputs)
             return
         }
         var prefetchConfiguration = Prefetcher.Configuration()
@@ -204,7 +222,8 @@ struct MountCommand: ParsableCommand {
     private func manifestLoader() throws -> ManifestLoader {
         let location: ManifestLocation
         do {
-            location = try ManifestLocation(argument: manifest)
+            let argument = try manifestFd.map { try BackgroundLaunch.readPrivateInput(from: $0) } ?? manifest
+            location = try ManifestLocation(argument: argument)
         } catch {
             throw CommandFailure("\(error)")
         }
@@ -232,10 +251,12 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    private func manifestArgument(_ location: ManifestLocation) -> String {
-        switch location {
-        case .file(let path): path
-        case .remote(let url): url.absoluteString
+    /// The manifest URL as `ps` may show it: without credentials or query.
+    static func shownOnCommandLine(_ url: URL) -> String {
+        var shown = url.redactedForDisplay
+        if url.query != nil, let question = shown.firstIndex(of: "?") {
+            shown = String(shown[..<question]) + "?***"
         }
+        return shown
     }
 }

@@ -59,7 +59,7 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
-    @Test("a manifest by URL: relative entries resolve against it, --header reaches the server but not ps, refresh fetches it again, mtime from the manifest")
+    @Test("a manifest by URL: relative entries resolve against it, --header and the URL's credentials and query reach the server but not ps, refresh fetches it again, mtime from the manifest")
     func manifestByURL() throws {
         let server = try FaultServer()
         let first = fx.data.file("tail.bin")
@@ -120,10 +120,23 @@ extension RangeFSIntegrationTests {
         server.publish("export", bytes: Array("""
             [{"path": "dated.bin", "url": "\(server.url("media/dated.bin").absoluteString)", "mtime": "2021-03-04T05:06:07Z"}]
             """.utf8))
+        // Its URL carries a token in the query and credentials: neither may show in `ps`.
         let jsonMount = try fx.prepare(manifest: "unused\n", name: "unused.txt")
-        let jsonMounted = Command.run([fx.binary, "mount", server.url("export").absoluteString, jsonMount.mountpoint,
+        let queryToken = "qtoken-\(UUID().uuidString)"
+        var exportURL = URLComponents(url: server.url("export"), resolvingAgainstBaseURL: false)!
+        exportURL.user = "reader"
+        exportURL.password = "pw-\(queryToken)"
+        exportURL.query = "key=\(queryToken)"
+        let jsonMounted = Command.run([fx.binary, "mount", exportURL.url!.absoluteString, jsonMount.mountpoint,
                                        "--cache-dir", jsonMount.cacheDir, "--prefetch", "none"], timeout: 60)
-        try #require(jsonMounted.succeeded, "\(jsonMounted)")
+        try #require(jsonMounted.succeeded, "\(jsonMounted)\(Check.daemonLog(jsonMount))")
+        for pid in jsonMount.daemonPids() {
+            let commandLine = ProcessInfo.commandLine(of: pid)
+            #expect(!commandLine.contains(queryToken), "the manifest URL's token is on the command line: \(commandLine)")
+            #expect(commandLine.contains("/export?***"), "the command line does not name the manifest: \(commandLine)")
+        }
+        #expect(server.requests.contains { $0.path == "/export" && $0.target.contains(queryToken) },
+                "the manifest was not fetched with its query")
         let attributes = try FileManager.default.attributesOfItem(atPath: jsonMount.path("dated.bin"))
         let modified = try #require(attributes[.modificationDate] as? Date)
         #expect(modified == Date(timeIntervalSince1970: 1_614_834_367), "mtime of dated.bin: \(modified)")
