@@ -4,7 +4,13 @@ import Foundation
 public struct ManifestEntry: Sendable, Hashable {
     /// Where the file appears in the mount.
     public var path: EntryPath
-    public var url: URL
+    /// The URL as text: a manifest may hold 100,000 entries, and a `URL` costs several times
+    /// the bytes of its text. `url` rebuilds one when it is needed.
+    public private(set) var urlString: String
+    public var url: URL {
+        get { URL(string: urlString)! }
+        set { urlString = newValue.absoluteString }
+    }
     /// Expected size in bytes, when the manifest format can state it.
     public var size: UInt64?
     /// Expected SHA-256 as lowercase hex, when the manifest format can state it.
@@ -26,7 +32,7 @@ public struct ManifestEntry: Sendable, Hashable {
         line: Int
     ) {
         self.path = path
-        self.url = url
+        self.urlString = url.absoluteString
         self.size = size
         self.sha256 = sha256
         self.headers = headers
