@@ -35,6 +35,8 @@ MiB = 1 << 20
 DATA_VERSION = "v1"
 
 PLAIN_PORT, SLOW_PORT, PROXY_PORT = 18480, 18481, 18482
+# The streaming link: nginx limited to about 4x the stream's bitrate, behind its own latency proxy.
+STREAM_PORT, STREAM_PROXY_PORT = 18483, 18484
 SYSTEMS = ("rangefs", "rclone", "httpdirfs")
 
 BIG = "big/big512.bin"          # cold/warm sequential on the plain port, TTFB
@@ -43,6 +45,8 @@ SLOW_SEQ = "big/big16.bin"      # cold sequential on the slow link
 PAR = {"plain": [f"par/p{i}.bin" for i in range(1, 5)], "slow": [f"parslow/s{i}.bin" for i in range(1, 5)]}
 SONG, CLIP, WAV, FLAC = "media/song.mp3", "media/clip.mp3", "media/tone.wav", "media/noise.flac"
 SPARSE = "sparse/zero4g.bin"
+STREAM = "stream/song192.mp3"   # 10 min at 192 kb/s, made on first use (outside DATA_VERSION)
+STREAM_BYTES_PER_SECOND = 24_000
 TTFB_OFFSET = 400 * MiB
 SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
 MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
@@ -198,9 +202,11 @@ class Context:
         self.counter = 0
         self.can_drop = None
         self.notes = []
-        self.links = {"plain": f"http://127.0.0.1:{PLAIN_PORT}", "slow": f"http://127.0.0.1:{PROXY_PORT}"}
+        self.links = {"plain": f"http://127.0.0.1:{PLAIN_PORT}", "slow": f"http://127.0.0.1:{PROXY_PORT}",
+                      "stream": f"http://127.0.0.1:{STREAM_PROXY_PORT}"}
         self.logs = {"plain": self.work / "nginx" / "access-plain.log",
-                     "slow": self.work / "nginx" / "access-slow.log"}
+                     "slow": self.work / "nginx" / "access-slow.log",
+                     "stream": self.work / "nginx" / "access-stream.log"}
         self.available = {}
         self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
 
@@ -410,6 +416,22 @@ def generate_data():
     return files
 
 
+def ensure_stream_file(files):
+    """The streaming row's MP3 (192 kb/s, 10 min), generated the first time it is missing."""
+    path = WWW / STREAM
+    if STREAM not in files or not path.exists():
+        log(f"generating {STREAM} (once)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+             "-i", "anoisesrc=color=pink:sample_rate=44100:duration=600:seed=7", "-ac", "2",
+             "-c:a", "libmp3lame", "-b:a", "192k", "-metadata", "title=RangeFS bench stream", str(path)], 600)
+        os.chmod(path, 0o644)
+        os.chmod(path.parent, 0o755)
+        files[STREAM] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+        (DATA / "files.json").write_text(json.dumps(files, indent=1))
+    return files
+
+
 def write_manifests(ctx):
     (ctx.work / "manifests").mkdir(parents=True, exist_ok=True)
     (ctx.work / "rclone.conf").touch()
@@ -444,7 +466,7 @@ def wait_port(port, proc, what, timeout=20):
 
 
 def start_servers(ctx):
-    for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT):
+    for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT, STREAM_PORT, STREAM_PROXY_PORT):
         if port_open(port):
             raise BenchError(f"something already listens on 127.0.0.1:{port}")
     ngx = ctx.work / "nginx"
@@ -479,6 +501,7 @@ http {{
     scgi_temp_path {ngx}/tmp/scgi;
 {server.format(port=PLAIN_PORT, root=WWW, extra="", log=ctx.logs["plain"])}
 {server.format(port=SLOW_PORT, root=WWW, extra=f"limit_rate {ctx.args.rate};", log=ctx.logs["slow"])}
+{server.format(port=STREAM_PORT, root=WWW, extra=f"limit_rate {ctx.args.stream_rate};", log=ctx.logs["stream"])}
 }}
 """
     (ngx / "nginx.conf").write_text(conf)
@@ -488,13 +511,15 @@ http {{
     ctx.servers.append(nginx)
     wait_port(PLAIN_PORT, nginx, "nginx")
     wait_port(SLOW_PORT, nginx, "nginx")
-    proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
-                              "--listen", f"127.0.0.1:{PROXY_PORT}", "--upstream", f"127.0.0.1:{SLOW_PORT}",
-                              "--rtt-ms", str(ctx.args.rtt_ms)], start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    ctx.servers.append(proxy)
-    wait_port(PROXY_PORT, proxy, "latency proxy")
-    (ctx.work / "servers.pid").write_text(f"{nginx.pid}\n{proxy.pid}\n")
+    wait_port(STREAM_PORT, nginx, "nginx")
+    for listen, upstream in ((PROXY_PORT, SLOW_PORT), (STREAM_PROXY_PORT, STREAM_PORT)):
+        proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
+                                  "--listen", f"127.0.0.1:{listen}", "--upstream", f"127.0.0.1:{upstream}",
+                                  "--rtt-ms", str(ctx.args.rtt_ms)], start_new_session=True,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        ctx.servers.append(proxy)
+        wait_port(listen, proxy, "latency proxy")
+    (ctx.work / "servers.pid").write_text("".join(f"{p.pid}\n" for p in ctx.servers))
 
 
 class LogMark:
@@ -1180,6 +1205,110 @@ def row_prefetch(ctx, link):
     return [row]
 
 
+def play_realtime(path, seconds, original, chunk=16 * 1024, bytes_per_second=STREAM_BYTES_PER_SECOND,
+                  warm_up=1.0, slack=60):
+    """Reads `path` like an audio player: `chunk` bytes each time the audio clock says the
+    previous chunk was played (read i is due i*chunk/bytes_per_second s after the first),
+    each checked against `original`. A late read does not move the clock. Returns the
+    latencies (s) of the reads due after `warm_up` seconds, and the first read's latency.
+    Same rules as Tests/RangeFSIntegrationTests/SupportPlayer.swift (RealTimeReader)."""
+    result = {"reads": []}
+
+    def work():
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                with open(original, "rb") as reference:
+                    total = int(seconds * bytes_per_second)
+                    offset, index = 0, 0
+                    start = time.perf_counter()
+                    while offset < total:
+                        due = index * chunk / bytes_per_second
+                        wait = start + due - time.perf_counter()
+                        if wait > 0:
+                            time.sleep(wait)
+                        began = time.perf_counter()
+                        data = os.pread(fd, chunk, offset)
+                        result["reads"].append((due, time.perf_counter() - began))
+                        reference.seek(offset)
+                        if data != reference.read(chunk):
+                            result["error"] = f"WRONG BYTES at offset {offset}"
+                            return
+                        if not data:
+                            return
+                        offset += len(data)
+                        index += 1
+            finally:
+                os.close(fd)
+        except OSError as error:
+            result["error"] = str(error)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(seconds + slack)
+    if thread.is_alive():
+        raise BenchError(f"real-time read of {path} did not finish within {seconds + slack:.0f} s")
+    if "error" in result:
+        raise BenchError(result["error"])
+    reads = result["reads"]
+    judged = [latency for due, latency in reads if due >= warm_up]
+    if len(judged) < 10:
+        raise BenchError(f"only {len(judged)} reads after the warm-up")
+    return judged, reads[0][1]
+
+
+def rows_streaming(ctx):
+    rel, seconds = STREAM, ctx.args.stream_seconds
+    size = ctx.size(rel)
+    link_text = f"{ctx.args.stream_rate}B/s per connection + {ctx.args.rtt_ms:g} ms RTT"
+    what = (f"Real-time playback of a 192 kb/s MP3 ({size / MiB:.0f} MiB, 10 min), {seconds:g} s of audio "
+            f"clock, 16 KiB reads, link {link_text}")
+    worst_row = Row("stream-worst", f"{what}: worst read after the first second", "ms", "lower",
+                    "the same reader on the local file", "stream", ("abs<=", 50), "≤ 50 ms",
+                    note="Each system mounts with the suite's defaults (RangeFS: --prefetch opened), cold; "
+                         "one run per cell. The baseline reads the original file on local disk (page cache "
+                         "dropped first when possible).")
+    stall_row = Row("stream-stalls", f"{what}: reads over 50 ms after the first second", "reads", "lower",
+                    "the same reader on the local file", "stream", ("abs<=", 0), "0")
+    rows = [worst_row, stall_row]
+    original = str(WWW / rel)
+
+    def record(name, judged, first):
+        worst_row.values[name] = max(judged) * 1000
+        stall_row.values[name] = float(sum(1 for latency in judged if latency > 0.050))
+        log(f"  stream [{name}] worst {worst_row.values[name]:.1f} ms, {stall_row.values[name]:.0f} over 50 ms, "
+            f"median {statistics.median(judged) * 1000:.2f} ms, first read {first * 1000:.0f} ms, {len(judged)} judged reads")
+        if name != "baseline":
+            worst_row.note += f" {name}: first read {first * 1000:.0f} ms, median {statistics.median(judged) * 1000:.2f} ms."
+
+    def fail(name, error):
+        for row in rows:
+            row.values[name] = f"n/a: {error}"
+        log(f"  stream [{name}] n/a: {error}")
+
+    try:
+        ctx.drop_caches()
+        record("baseline", *play_realtime(original, seconds, original))
+    except BenchError as error:
+        fail("baseline", error)
+    for name in systems(ctx):
+        try:
+            with mounted(ctx, name, "stream") as m:
+                record(name, *play_realtime(m.path(rel), seconds, original))
+        except BenchError as error:
+            fail(name, error)
+    if "rangefs" in systems(ctx):
+        try:
+            with mounted(ctx, "rangefs", "stream", prefetch="none") as m:
+                judged, first = play_realtime(m.path(rel), seconds, original)
+            worst_row.note += (f" rangefs with --prefetch none (read-ahead alone): worst {max(judged) * 1000:.1f} ms, "
+                               f"{sum(1 for x in judged if x > 0.050)} over 50 ms.")
+            log(f"  stream [rangefs --prefetch none] worst {max(judged) * 1000:.1f} ms")
+        except BenchError as error:
+            worst_row.note += f" rangefs with --prefetch none: n/a ({error})."
+    return rows
+
+
 def row_rss_sparse(ctx):
     rel = SPARSE
     row = Row("rss-4g", "Peak RSS reading a 4 GiB file end to end (sparse on the server)", "MiB", "lower",
@@ -1339,6 +1468,11 @@ def write_markdown(ctx, rows, info, elapsed):
            f"- **slow**: nginx on 127.0.0.1:{SLOW_PORT} with `limit_rate {a.rate}` (per connection) behind a TCP proxy "
            f"on 127.0.0.1:{PROXY_PORT} that adds {a.rtt_ms:g} ms of round trip (`bench/latency_proxy.py`). The rate "
            "is per connection, so a client that opens several connections can beat a single curl.",
+           f"- **stream**: nginx on 127.0.0.1:{STREAM_PORT} with `limit_rate {getattr(a, 'stream_rate', '96k')}` "
+           f"(about 4× the 24,000 B/s of a 192 kb/s MP3) behind its own {a.rtt_ms:g} ms proxy on 127.0.0.1:"
+           f"{STREAM_PROXY_PORT}; only the streaming rows use it. Their reader reads 16 KiB each time the audio "
+           "clock says the previous 16 KiB were played (like `RealTimeReader` in the integration tests) and "
+           "judges the reads due after the first second.",
            "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
            "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls and "
            "the 100,000-entry manifest, `--prefetch all` for the prefetcher row.",
@@ -1403,6 +1537,8 @@ def write_chart(rows, path):
         log("matplotlib is missing: no chart")
         return
     colors = {"rangefs": "#1f77b4", "rclone": "#ff7f0e", "httpdirfs": "#2ca02c"}
+    # Counts whose baseline is 0 (stalls) have no ratio to draw; the table shows them.
+    rows = [r for r in rows if r.unit != "reads"]
     absolute_kinds = ("target", "exact ranges")
     relative = [r for r in rows if r.baseline_label not in absolute_kinds]
     absolute = [r for r in rows if r.baseline_label in absolute_kinds]
@@ -1478,8 +1614,8 @@ def write_chart(rows, path):
 
 # ----------------------------------------------------------------------------- main
 
-GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "rss", "many"]
-PLAIN_ONLY = {"warm", "fio", "rss", "many"}
+GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many"]
+PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many"}   # "stream" uses its own link
 
 
 def check_tools(ctx):
@@ -1500,7 +1636,9 @@ def main():
     parser.add_argument("--rangefs", help="the rangefs binary")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rate", default="2m", help="nginx limit_rate of the slow link (per connection)")
-    parser.add_argument("--rtt-ms", type=float, default=40.0, help="round trip added on the slow link")
+    parser.add_argument("--rtt-ms", type=float, default=40.0, help="round trip added on the slow and stream links")
+    parser.add_argument("--stream-rate", default="96k", help="nginx limit_rate of the streaming link (about 4x 192 kb/s)")
+    parser.add_argument("--stream-seconds", type=float, default=60.0, help="seconds of audio clock the streaming row plays")
     parser.add_argument("--fio-runtime", type=int, default=10)
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
     parser.add_argument("--links", default="plain,slow")
@@ -1541,7 +1679,7 @@ def main():
         clear_stale_mounts(ctx.work)
         for sub in ("mnt", "cache"):
             shutil.rmtree(ctx.work / sub, ignore_errors=True)
-        ctx.files = generate_data()
+        ctx.files = ensure_stream_file(generate_data())
         write_manifests(ctx)
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT} (limit_rate {args.rate}); "
@@ -1557,6 +1695,7 @@ def main():
             "prefetch": lambda l: row_prefetch(ctx, l),
             "rss": lambda l: row_rss_sparse(ctx),
             "many": lambda l: rows_many(ctx),
+            "stream": lambda l: rows_streaming(ctx),
         }
         for group in GROUPS:
             if group not in groups:

@@ -116,6 +116,13 @@ public final class MetadataStore: Sendable {
         try database.write { db in try record.save(db) }
     }
 
+    /// Saves many records in one transaction (one sync instead of one per record).
+    public func save(_ records: [CachedFileRecord]) throws {
+        try database.write { db in
+            for record in records { try record.save(db) }
+        }
+    }
+
     /// Commits the durable blocks and state of one file.
     public func commitBlocks(url: String, bitmap: [UInt8], state: CacheState) throws {
         try database.write { db in

@@ -25,6 +25,8 @@ public final class FileCatalog: Sendable {
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
     public let budget: CacheBudget
     private let slots = Mutex<[String: Slot]>([:])
+    /// Size probes wait here for their turn (set once in `init`).
+    private let probes = Mutex<ProbeQueue?>(nil)
     private let usage = Mutex(FileUsage())
     /// Why the last size probe of a URL failed, until one succeeds.
     private let probeFailures = Mutex<[String: String]>([:])
@@ -40,7 +42,8 @@ public final class FileCatalog: Sendable {
     }
 
     private enum Slot {
-        case probing([@Sendable (Result<CachedFile, FetchError>) -> Void])
+        /// The entry whose probe finds the size (entries may share a URL), and who waits for it.
+        case probing(entry: Int, [@Sendable (Result<CachedFile, FetchError>) -> Void])
         case ready(CachedFile)
     }
 
@@ -60,35 +63,51 @@ public final class FileCatalog: Sendable {
         budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
         let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
         rangeIgnoringServers = Mutex(Set(ignoring.split(separator: "\n").map(String.init)))
+        let queue = ProbeQueue { [weak self] index in
+            guard let self else { return }
+            // `self.`: the parameter `manifest` is the one the mount started with, not the current one.
+            let entry = self.manifest.entries[index]
+            // Its turn came after the size was already found (a probe queued twice).
+            guard isAwaitingProbe(entry.url.absoluteString, by: index) else { return probeQueue.finished(index) }
+            probe(entry, index: index)
+        }
+        probes.withLock { $0 = queue }
     }
 
-    /// The file for a manifest entry, once its size is known (at once when it already is).
-    public func file(forEntry index: Int, completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
+    private var probeQueue: ProbeQueue {
+        probes.withLock { $0! }
+    }
+
+    /// The file for a manifest entry, once its size is known (at once when it already is, or
+    /// when the cache database remembers it from an earlier mount). Finding the size waits its
+    /// turn among the other probes according to `priority`.
+    public func file(forEntry index: Int, priority: ProbePriority = .reader,
+                     completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
         let entry = manifest.entries[index]
         let key = entry.url.absoluteString
-        enum Next { case ready(CachedFile), wait, probe }
+        enum Next { case ready(CachedFile), probe(entry: Int) }
         let next = slots.withLock { slots -> Next in
             switch slots[key] {
             case .ready(let file):
                 return .ready(file)
-            case .probing(var waiting):
+            case .probing(let prober, var waiting):
                 waiting.append(completion)
-                slots[key] = .probing(waiting)
-                return .wait
+                slots[key] = .probing(entry: prober, waiting)
+                return .probe(entry: prober)
             case nil:
                 if let record = storedRecords.withLock({ $0[key] }) {
                     let file = makeFile(record: record, entry: entry)
                     slots[key] = .ready(file)
                     return .ready(file)
                 }
-                slots[key] = .probing([completion])
-                return .probe
+                slots[key] = .probing(entry: index, [completion])
+                return .probe(entry: index)
             }
         }
         switch next {
         case .ready(let file): completion(.success(file))
-        case .wait: break
-        case .probe: probe(entry)
+        // Also moves a queued probe up when a reader now waits on it.
+        case .probe(let prober): probeQueue.enqueue(prober, priority: priority)
         }
     }
 
@@ -170,14 +189,20 @@ public final class FileCatalog: Sendable {
         return probeFailures.withLock { $0[key] }
     }
 
-    /// Starts size discovery for many entries at once (a directory listing is coming).
+    /// A directory with at most this many files has the sizes of all of them found when it is
+    /// opened (`ls -l` follows); a larger one only as its files are looked up.
+    public static let eagerListingLimit = 256
+
+    /// Starts size discovery, at listing priority, for entries whose names are about to be
+    /// looked up (the files of a small directory being listed, the next names after one
+    /// looked up). Entries with a known size cost nothing.
     public func discoverSizes(ofEntries indices: some Sequence<Int>) {
-        for index in indices {
-            file(forEntry: index) { _ in }
+        for index in indices where knownFile(forEntry: index) == nil {
+            file(forEntry: index, priority: .listing) { _ in }
         }
     }
 
-    private func probe(_ entry: ManifestEntry, attempt: Int = 1) {
+    private func probe(_ entry: ManifestEntry, index: Int, attempt: Int = 1) {
         environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
             let key = entry.url.absoluteString
             let outcome: Result<CachedFile, FetchError>
@@ -185,7 +210,7 @@ public final class FileCatalog: Sendable {
                 let delay = environment.policy.retryDelay(attempt: attempt + 1)
                 environment.logger.debug("size of \(entry.url.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    probe(entry, attempt: attempt + 1)
+                    probe(entry, index: index, attempt: attempt + 1)
                 }
                 return
             }
@@ -198,12 +223,7 @@ public final class FileCatalog: Sendable {
                     bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: info.size, blockSize: blockSize).blockCount).serialized),
                     state: info.size == 0 ? .complete : .remote, failure: nil,
                     lastAccess: Date().timeIntervalSince1970, pinned: false)
-                // Saved before any block of it can be committed: commits run on the same queue.
-                let store = environment.store
-                let logger = environment.logger
-                environment.committer.schedule {
-                    do { try store.save(record) } catch { logger.error("\(error)") }
-                }
+                remember(record)
                 probeFailures.withLock { $0[key] = nil }
                 outcome = .success(makeFile(record: record, entry: entry))
             case .failure(let error):
@@ -218,7 +238,7 @@ public final class FileCatalog: Sendable {
                 outcome = .failure(FetchError("\(entry.url.redactedForDisplay): \(error)"))
             }
             let waiting = slots.withLock { slots -> [@Sendable (Result<CachedFile, FetchError>) -> Void] in
-                guard case .probing(let waiting) = slots[key] else { return [] }
+                guard case .probing(_, let waiting) = slots[key] else { return [] }
                 switch outcome {
                 case .success(let file): slots[key] = .ready(file)
                 // A failed probe is not remembered: the next look-up asks again.
@@ -226,7 +246,42 @@ public final class FileCatalog: Sendable {
                 }
                 return waiting
             }
+            probeQueue.finished(index)
+            // Looked up again just as this probe failed: that look-up needs a probe of its own.
+            if isAwaitingProbe(key, by: index) { probeQueue.enqueue(index, priority: .reader) }
             for completion in waiting { completion(outcome) }
+        }
+    }
+
+    /// True while the slot of `key` waits for a probe of entry `index`.
+    private func isAwaitingProbe(_ key: String, by index: Int) -> Bool {
+        slots.withLock { slots in
+            if case .probing(index, _) = slots[key] { return true }
+            return false
+        }
+    }
+
+    /// Probed records waiting to be saved; a directory walk probes thousands.
+    private let unsavedRecords = Mutex<(records: [CachedFileRecord], saveScheduled: Bool)>(([], false))
+
+    /// Saves what a probe found, so a remount knows the size without asking. Records are saved
+    /// in batches, one transaction each, on the commit queue: every commit of a file's blocks
+    /// is scheduled after its probe, so it still finds the record saved.
+    private func remember(_ record: CachedFileRecord) {
+        let first = unsavedRecords.withLock { unsaved -> Bool in
+            unsaved.records.append(record)
+            defer { unsaved.saveScheduled = true }
+            return !unsaved.saveScheduled
+        }
+        guard first else { return }
+        let store = environment.store
+        let logger = environment.logger
+        environment.committer.schedule { [self] in
+            let records = unsavedRecords.withLock { unsaved in
+                defer { unsaved = ([], false) }
+                return unsaved.records
+            }
+            do { try store.save(records) } catch { logger.error("\(error)") }
         }
     }
 

@@ -53,4 +53,23 @@ public final class Namespace: Sendable {
     public func children(of directory: InodeNumber) -> [NamespaceNode] {
         indexByInode[directory].map { sortedChildren[$0] } ?? []
     }
+
+    /// Up to `count` siblings that follow `node` in its directory's order (the order `readdir`
+    /// lists them in), found by binary search.
+    public func siblings(after node: NamespaceNode, count: Int) -> ArraySlice<NamespaceNode> {
+        guard let parentIndex = indexByInode[node.parent], node.inode != Self.rootInode else { return [] }
+        let siblings = sortedChildren[parentIndex]
+        var low = 0
+        var high = siblings.count
+        while low < high {
+            let middle = (low + high) / 2
+            if siblings[middle].name.utf8.lexicographicallyPrecedes(node.name.utf8) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        let start = min(siblings.count, low + 1)
+        return siblings[start..<min(siblings.count, start + count)]
+    }
 }

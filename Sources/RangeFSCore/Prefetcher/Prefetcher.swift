@@ -24,6 +24,9 @@ public final class Prefetcher: Sendable {
         public var chunkBytes: UInt64 = 4 * 1024 * 1024
         /// How long a file whose fetch failed is left alone before the next try.
         public var failureBackoff: Duration = .seconds(30)
+        /// After a file is opened, background work on it waits this long: the reader's first
+        /// request, which usually follows at once, then gets the idle connection and the link.
+        public var openGrace: Duration = .milliseconds(15)
 
         public init() {}
     }
@@ -87,7 +90,7 @@ public final class Prefetcher: Sendable {
             if isPaused { client.setBackgroundPaused(true) }
             return
         }
-        catalog.onFileOpened { [self] in pump() }
+        catalog.onFileOpened { [self] in pumpAfterOpen() }
         if isPaused {
             client.setBackgroundPaused(true)
             logger.info("background fetching is paused (rangefs resume to continue)")
@@ -121,8 +124,12 @@ public final class Prefetcher: Sendable {
                 state.urgent.insert(index, at: 0)
             }
         }
-        catalog.onFileOpened { [self] in pump() }
+        catalog.onFileOpened { [self] in pumpAfterOpen() }
         pump()
+    }
+
+    private func pumpAfterOpen() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.openGrace.timeInterval) { [self] in pump() }
     }
 
     /// Fills every free slot with the most urgent work there is.
@@ -185,7 +192,7 @@ public final class Prefetcher: Sendable {
             let key = catalog.manifest.entries[index].url.absoluteString
             guard !isResting(key) else { continue }
             guard let file = catalog.knownFile(forEntry: index) else {
-                catalog.file(forEntry: index) { [self] result in finished(key, succeeded: result.isSuccess) }
+                catalog.file(forEntry: index, priority: .background) { [self] result in finished(key, succeeded: result.isSuccess) }
                 return true
             }
             if startChunk(of: file) { return true }
@@ -218,7 +225,7 @@ public final class Prefetcher: Sendable {
             }
             guard let file = catalog.knownFile(forEntry: index) else {
                 // Size unknown yet: finding it takes this slot.
-                catalog.file(forEntry: index) { [self] result in
+                catalog.file(forEntry: index, priority: .background) { [self] result in
                     finished(key, succeeded: result.isSuccess)
                 }
                 advance(past: index, remove: false)

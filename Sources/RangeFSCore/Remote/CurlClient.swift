@@ -9,6 +9,13 @@ public final class CurlClient: RemoteClient {
     public struct Configuration: Sendable {
         public var maxConnectionsPerHost = 8
         public var maxConnections = 64
+        /// Connections background transfers never take, so a reader's request finds one at
+        /// once (a held background transfer keeps its connection).
+        public var foregroundReservedConnections = 2
+        /// Background transfers running at once; more wait in the client until one ends.
+        var backgroundConnectionLimit: Int {
+            max(1, maxConnectionsPerHost - foregroundReservedConnections)
+        }
         public var connectTimeoutSeconds = 10
         /// A transfer that moves no byte for this long is abandoned as stalled.
         public var stallTimeoutSeconds = 20
@@ -43,7 +50,7 @@ public final class CurlClient: RemoteClient {
 
     public func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
                       completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void) {
-        request.urgency.whenRaised { [inbox] in inbox.wake() }
+        request.urgency.whenRaised { [inbox] in inbox.foregroundRaised() }
         inbox.submit(.range(request, sink: sink, completion: completion))
     }
 
@@ -106,6 +113,8 @@ final class CurlInbox: Sendable {
     private let state = Mutex(State())
     private let multi: CurlMultiHandle
     private let finished = DispatchSemaphore(value: 0)
+    /// Read by background transfers on the loop thread, also in the middle of a `curl_multi_perform`.
+    let gate = BackgroundGate()
 
     init(multi: CurlMultiHandle) {
         self.multi = multi
@@ -115,6 +124,7 @@ final class CurlInbox: Sendable {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.specs.append(spec)
+            if !spec.isBackground { gate.foregroundArrived() }
             return true
         }
         if accepted {
@@ -142,24 +152,62 @@ final class CurlInbox: Sendable {
     }
 
     func setBackgroundPaused(_ paused: Bool) {
-        state.withLock { $0.backgroundPaused = paused }
+        state.withLock { state in
+            state.backgroundPaused = paused
+            gate.setPaused(paused)
+        }
         multi.wakeup()
     }
 
-    /// Makes the loop look at its transfers again (a priority changed).
-    func wake() {
+    /// A reader started waiting on a background transfer: the others stop now, and the loop
+    /// looks at its transfers again.
+    func foregroundRaised() {
+        state.withLock { _ in gate.foregroundArrived() }
         multi.wakeup()
     }
 
     func take() -> (specs: [TransferSpec], stopping: Bool, backgroundPaused: Bool) {
         state.withLock { state in
             defer { state.specs.removeAll() }
+            // From here on the loop itself knows of these transfers (`BackgroundGate.setForegroundRunning`).
+            gate.foregroundTaken()
             return (state.specs, state.stopping, state.backgroundPaused)
         }
     }
 }
 
+/// Whether background transfers must stand still right now: a reader waits on the network
+/// (a foreground transfer handed in or running) or background work is paused. Background
+/// transfers check it in their write callback, so they stop within one buffer even while the
+/// loop is inside a long `curl_multi_perform`, instead of draining whole chunks first.
+final class BackgroundGate: Sendable {
+    private let foregroundWaiting = Atomic<Bool>(false)
+    private let foregroundRunning = Atomic<Bool>(false)
+    private let paused = Atomic<Bool>(false)
+
+    var holdsBackground: Bool {
+        foregroundWaiting.load(ordering: .acquiring) || foregroundRunning.load(ordering: .acquiring)
+            || paused.load(ordering: .acquiring)
+    }
+
+    /// The loop starts no queued background transfer while this holds.
+    var foregroundPresent: Bool {
+        foregroundWaiting.load(ordering: .acquiring) || foregroundRunning.load(ordering: .acquiring)
+    }
+
+    func foregroundArrived() { foregroundWaiting.store(true, ordering: .releasing) }
+    func foregroundTaken() { foregroundWaiting.store(false, ordering: .releasing) }
+    func setForegroundRunning(_ running: Bool) { foregroundRunning.store(running, ordering: .releasing) }
+    func setPaused(_ value: Bool) { paused.store(value, ordering: .releasing) }
+}
+
 extension TransferSpec {
+    /// Background completion, which yields to every reader; probes count as foreground.
+    var isBackground: Bool {
+        if case .range(let request, _, _) = self { return request.urgency.priority == .background }
+        return false
+    }
+
     func fail(_ error: RemoteError) {
         switch self {
         case .probe(_, _, _, let completion): completion(.failure(error))
@@ -175,6 +223,9 @@ final class CurlMultiLoop {
     private let configuration: CurlClient.Configuration
     private let logger: Logger
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Background transfers not started yet: beyond the background connection limit, or
+    /// handed in while a reader waits or background work is paused.
+    private var waitingBackground: [TransferSpec] = []
 
     init(multi: CurlMultiHandle, inbox: CurlInbox, configuration: CurlClient.Configuration, logger: Logger) {
         self.multi = multi
@@ -187,11 +238,15 @@ final class CurlMultiLoop {
         while true {
             let (specs, stopping, backgroundPaused) = inbox.take()
             if stopping { break }
-            for spec in specs { start(spec) }
+            for spec in specs {
+                if spec.isBackground { waitingBackground.append(spec) } else { start(spec) }
+            }
+            schedule(paused: backgroundPaused)
             var running: Int32 = 0
             curl_multi_perform(multi.raw, &running)
+            storeCoalescedData()
             collectFinished()
-            holdBackground(paused: backgroundPaused)
+            schedule(paused: backgroundPaused)
             var ready: Int32 = 0
             curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
         }
@@ -200,15 +255,43 @@ final class CurlMultiLoop {
             _ = transfer.finish(curlResult: CURLE_ABORTED_BY_CALLBACK, cancelled: true)
         }
         active.removeAll()
-        for spec in inbox.take().specs { spec.fail(.cancelled) }
+        for spec in waitingBackground + inbox.take().specs { spec.fail(.cancelled) }
+        waitingBackground.removeAll()
         curl_multi_cleanup(multi.raw)
         inbox.markFinished()
+    }
+
+    /// Starts what may start, holds what must wait, and tells background transfers (through
+    /// the gate) whether a reader is waiting.
+    private func schedule(paused: Bool) {
+        startWaitingBackground(paused: paused)
+        inbox.gate.setForegroundRunning(active.values.contains { !$0.isBackground })
+        holdBackground(paused: paused)
+    }
+
+    /// A transfer raised to the foreground while it waited starts at once; background ones
+    /// start while no reader waits, within the background connection limit.
+    private func startWaitingBackground(paused: Bool) {
+        guard !waitingBackground.isEmpty else { return }
+        var running = active.values.count { $0.isBackground }
+        var stillWaiting: [TransferSpec] = []
+        for spec in waitingBackground {
+            if !spec.isBackground {
+                start(spec)
+            } else if !paused, !inbox.gate.foregroundPresent, running < configuration.backgroundConnectionLimit {
+                start(spec)
+                running += 1
+            } else {
+                stillWaiting.append(spec)
+            }
+        }
+        waitingBackground = stillWaiting
     }
 
     private func start(_ spec: TransferSpec) {
         let transfer: CurlTransfer
         do {
-            transfer = try CurlTransfer(spec: spec, configuration: configuration)
+            transfer = try CurlTransfer(spec: spec, configuration: configuration, gate: inbox.gate)
         } catch {
             spec.fail(error)
             return
@@ -220,7 +303,8 @@ final class CurlMultiLoop {
     /// While a reader waits on a transfer, background transfers stop receiving (TCP flow
     /// control then slows their senders), so a foreground read gets the whole link; the same
     /// holds them while background work is paused. libcurl does not count a paused transfer
-    /// as stalled.
+    /// as stalled. Background transfers also pause themselves from their write callback when
+    /// the gate closes (`CurlTransfer.receive`); this lets them go again.
     private func holdBackground(paused: Bool) {
         let holdBackground = paused || active.values.contains { !$0.isBackground }
         for (easy, transfer) in active {
@@ -229,8 +313,31 @@ final class CurlMultiLoop {
             // buffered headers after its body, which would defeat the checks on them.
             let hold = holdBackground && transfer.isBackground && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
-            curl_easy_pause(easy, hold ? CURLPAUSE_RECV : CURLPAUSE_CONT)
-            transfer.isPaused = hold
+            if hold {
+                curl_easy_pause(easy, CURLPAUSE_RECV)
+                transfer.isPaused = true
+            } else {
+                // libcurl hands over the piece it kept when the transfer paused itself from
+                // inside this call; that piece must be taken, not refused again.
+                transfer.isPaused = false
+                transfer.isResuming = true
+                curl_easy_pause(easy, CURLPAUSE_CONT)
+                transfer.isResuming = false
+            }
+        }
+    }
+
+    /// Hands what each transfer has gathered to its sink (one large write instead of libcurl's
+    /// 16 KiB pieces); a transfer whose data cannot be stored ends here.
+    private func storeCoalescedData() {
+        var failed: [UnsafeMutableRawPointer] = []
+        for (easy, transfer) in active where !transfer.storePending() {
+            failed.append(easy)
+        }
+        for easy in failed {
+            curl_multi_remove_handle(multi.raw, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            _ = transfer.finish(curlResult: CURLE_WRITE_ERROR, cancelled: false)
         }
     }
 

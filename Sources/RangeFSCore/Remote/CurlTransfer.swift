@@ -16,20 +16,30 @@ final class CurlTransfer {
     private var probedSize: UInt64?
     /// The headers of the latest response (a redirect or `100 Continue` starts a new set).
     private var responseHeaders: [(name: String, value: String)] = []
+    /// Says when a background transfer must stop receiving.
+    private let gate: BackgroundGate
+    /// Body bytes received but not yet handed to the sink: libcurl delivers 16 KiB at a time,
+    /// the sink gets them in one piece after each round of the loop or when this fills.
+    private var coalesced: CoalescingBuffer?
+    /// Bytes handed to the sink so far.
+    private var storedBytes: UInt64 = 0
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
-    var isBackground: Bool {
-        if case .range(let request, _, _) = spec { return request.urgency.priority == .background }
-        return false
-    }
+    var isBackground: Bool { spec.isBackground }
     var isPaused = false
+    /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
+    var isResuming = false
     /// The response's headers were checked and its body has begun.
     var isReceivingBody: Bool { checked }
 
-    init(spec: TransferSpec, configuration: CurlClient.Configuration) throws(RemoteError) {
+    /// How much body is gathered before it is written: libcurl's largest receive buffer.
+    static let receiveBufferBytes = 512 * 1024
+
+    init(spec: TransferSpec, configuration: CurlClient.Configuration, gate: BackgroundGate) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
         self.easy = easy
         self.spec = spec
+        self.gate = gate
         let url: URL
         var headers: [String: String]
         switch spec {
@@ -53,6 +63,8 @@ final class CurlTransfer {
             if let rate = request.maxBytesPerSecond {
                 rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
             }
+            // Large socket reads; probes keep libcurl's default buffer.
+            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
         }
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
         rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -64,7 +76,6 @@ final class CurlTransfer {
         rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallTimeoutSeconds)
         rangefs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         rangefs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
         if let caFile = configuration.caFile {
             rangefs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
@@ -112,30 +123,54 @@ final class CurlTransfer {
 
     // MARK: Body
 
-    /// Called by libcurl for every piece of the body; returning false aborts the transfer.
-    fileprivate func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// What the write callback tells libcurl.
+    enum Reception { case taken, pause, abort }
+
+    /// Called by libcurl for every piece of the body (16 KiB at most).
+    fileprivate func receive(_ bytes: UnsafeRawBufferPointer) -> Reception {
         if !checked {
             checked = true
             failure = checkResponse()
         }
-        guard failure == nil else { return false }
+        guard failure == nil else { return .abort }
         switch spec {
         case .probe:
             // The headers said all there is to say; the body is not wanted.
-            return false
-        case .range(let request, let sink, _):
+            return .abort
+        case .range(let request, _, _):
+            // A reader waits, or background work is paused: stop now, not after this burst.
+            // libcurl keeps this piece and hands it over again when the loop resumes us.
+            if !isResuming, isBackground, gate.holdsBackground {
+                isPaused = true
+                return .pause
+            }
             let wanted = UInt64(request.range.count)
             guard bodyBytes + UInt64(bytes.count) <= wanted else {
                 failure = .protocolViolation("server sent more than the \(wanted) bytes asked for")
-                return false
+                return .abort
             }
-            guard sink(bytes, request.range.lowerBound + bodyBytes) else {
-                failure = .localStorage("the cache could not store the data")
-                return false
+            if coalesced == nil { coalesced = CoalescingBuffer(capacity: Self.receiveBufferBytes) }
+            if !coalesced!.append(bytes) {
+                guard storePending() else { return .abort }
+                _ = coalesced!.append(bytes)
             }
             bodyBytes += UInt64(bytes.count)
-            return true
+            return .taken
         }
+    }
+
+    /// Hands the gathered bytes to the sink. False when the sink could not store them; the
+    /// transfer has then failed.
+    func storePending() -> Bool {
+        guard failure == nil, case .range(let request, let sink, _) = spec,
+              let buffer = coalesced, buffer.count > 0 else { return failure == nil }
+        defer { buffer.removeAll() }
+        guard sink(buffer.bytes, request.range.lowerBound + storedBytes) else {
+            failure = .localStorage("the cache could not store the data")
+            return false
+        }
+        storedBytes += UInt64(buffer.count)
+        return true
     }
 
     /// Checks the final response's status and headers before any byte of its body is used.
@@ -239,6 +274,8 @@ final class CurlTransfer {
             checked = true
             failure = checkResponse()
         }
+        // What arrived is stored also when the transfer failed: a retry goes on from there.
+        _ = storePending()
         switch spec {
         case .probe(let url, let headers, let method, let completion):
             if method == .head, failure != nil || curlResult != CURLE_OK {
@@ -257,8 +294,8 @@ final class CurlTransfer {
                 completion(.failure(failure))
             } else if curlResult != CURLE_OK {
                 completion(.failure(transportError(curlResult)))
-            } else if bodyBytes != UInt64(request.range.count) {
-                completion(.failure(.protocolViolation("short body: \(bodyBytes) of \(request.range.count) bytes")))
+            } else if storedBytes != UInt64(request.range.count) {
+                completion(.failure(.protocolViolation("short body: \(storedBytes) of \(request.range.count) bytes")))
             } else {
                 completion(.success(()))
             }
@@ -334,5 +371,37 @@ private func curlTransferWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    return transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+    switch transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) {
+    case .taken: return length
+    case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+    case .abort: return 0
+    }
+}
+
+/// A fixed buffer of body bytes waiting to be written; lives on the loop thread with its transfer.
+final class CoalescingBuffer {
+    private let storage: UnsafeMutableRawBufferPointer
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        storage = .allocate(byteCount: capacity, alignment: 4096)
+    }
+
+    deinit {
+        storage.deallocate()
+    }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[0..<count]) }
+
+    /// False when `bytes` do not fit in what is left.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count <= storage.count - count else { return false }
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            (storage.baseAddress! + count).copyMemory(from: base, byteCount: bytes.count)
+        }
+        count += bytes.count
+        return true
+    }
+
+    func removeAll() { count = 0 }
 }

@@ -1,0 +1,62 @@
+import Synchronization
+import Testing
+@testable import RangeFSCore
+
+/// The order and limits in which size probes start. Starts are recorded, not performed.
+@Suite struct ProbeQueueTests {
+    private final class Started: Sendable {
+        let entries = Mutex<[Int]>([])
+        var list: [Int] { entries.withLock { $0 } }
+    }
+
+    private func makeQueue(total: Int = 2, lowPriority: Int = 1) -> (ProbeQueue, Started) {
+        let started = Started()
+        let queue = ProbeQueue(limits: .init(total: total, lowPriority: lowPriority)) { entry in
+            started.entries.withLock { $0.append(entry) }
+        }
+        return (queue, started)
+    }
+
+    @Test func startsNoMoreThanTheLimitAndReadersFirst() {
+        let (queue, started) = makeQueue(total: 2, lowPriority: 1)
+        queue.enqueue(1, priority: .listing)
+        queue.enqueue(2, priority: .listing)
+        queue.enqueue(3, priority: .background)
+        #expect(started.list == [1], "listings and the background share one slot here")
+        queue.enqueue(4, priority: .reader)
+        #expect(started.list == [1, 4], "a reader takes the slot low priorities may not")
+        queue.enqueue(5, priority: .reader)
+        #expect(started.list == [1, 4], "at most two at once")
+        queue.finished(4)
+        #expect(started.list == [1, 4, 5], "a waiting reader goes before waiting listings")
+        queue.finished(1)
+        #expect(started.list == [1, 4, 5, 2])
+        queue.finished(2)
+        #expect(started.list == [1, 4, 5, 2, 3], "the background comes last")
+    }
+
+    @Test func aReaderMovesAQueuedProbeUp() {
+        let (queue, started) = makeQueue(total: 1, lowPriority: 1)
+        queue.enqueue(1, priority: .listing)
+        queue.enqueue(2, priority: .listing)
+        queue.enqueue(3, priority: .listing)
+        queue.enqueue(3, priority: .reader)
+        queue.finished(1)
+        #expect(started.list == [1, 3], "the entry a reader waits on went first")
+        queue.finished(3)
+        #expect(started.list == [1, 3, 2], "and was not started twice")
+        queue.finished(2)
+        #expect(started.list == [1, 3, 2])
+    }
+
+    @Test func aRunningOrQueuedProbeIsNotQueuedAgain() {
+        let (queue, started) = makeQueue(total: 1, lowPriority: 1)
+        queue.enqueue(7, priority: .reader)
+        queue.enqueue(7, priority: .reader)
+        queue.enqueue(8, priority: .listing)
+        queue.enqueue(8, priority: .background)
+        queue.finished(7)
+        queue.finished(8)
+        #expect(started.list == [7, 8])
+    }
+}
