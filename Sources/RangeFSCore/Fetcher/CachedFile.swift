@@ -201,7 +201,7 @@ public final class CachedFile: Sendable {
             }
             var actions: [Action]
             if readAhead == 0, let sparse = planSparseRead(bytes, in: &state) {
-                actions = [sparse]
+                actions = sparse
             } else {
                 let end = readAheadEnd(after: bytes.upperBound, window: readAhead, in: state) ?? bytes.upperBound
                 actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, in: &state)
@@ -336,21 +336,26 @@ public final class CachedFile: Sendable {
         return bytes.subtracting(taken)
     }
 
-    /// A reader that jumped (no read-ahead) into blocks nobody has touched gets only its own
-    /// pages: random 4 KiB reads would otherwise cost a whole block each. A second read in the
-    /// same block takes the usual path and fetches the block, as a reader that keeps coming
-    /// back is better served by whole blocks. Returns nil when the usual path should run.
-    private func planSparseRead(_ bytes: Range<UInt64>, in state: inout State) -> Action? {
+    /// A reader that jumped (no read-ahead) into blocks that are not on their way gets only its
+    /// own pages: random 4 KiB reads would otherwise cost a whole block each. Once a block holds
+    /// a sixteenth of its bytes from such reads, the reader keeps coming back there and the
+    /// usual path fetches the rest of the block. Returns nil when the usual path should run.
+    private func planSparseRead(_ bytes: Range<UInt64>, in state: inout State) -> [Action]? {
         guard !state.streamOnly, !bytes.isEmpty else { return nil }
         let blocks = layout.blocks(covering: bytes)
         let blockBytes = layout.byteRange(ofBlocks: blocks)
-        let untouched = blocks.allSatisfy { !state.available.contains($0) && state.partial[$0] == nil }
-            && !state.transfers.values.contains { $0.bytes.overlaps(blockBytes) }
-        guard untouched else { return nil }
+        guard blocks.allSatisfy({ !state.available.contains($0) }),
+              !state.transfers.values.contains(where: { !$0.blocks.isEmpty && $0.bytes.overlaps(blockBytes) })
+        else { return nil }
+        let scattered = blocks.reduce(UInt64(0)) { total, block in
+            total + (state.partial[block] ?? []).reduce(0) { $0 + UInt64($1.count) }
+        }
+        guard scattered < UInt64(blocks.count) * layout.blockSize / 16 else { return nil }
         let start = bytes.lowerBound & ~(Self.pageSize - 1)
         let end = min(layout.fileSize, (bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
-        // It brings no whole block: other readers of these blocks do not wait for it.
-        return startTransfer(bytes: start..<end, blocks: blocks.lowerBound..<blocks.lowerBound, in: &state)
+        // Such a transfer brings no whole block: other readers of these blocks do not wait for it.
+        let empty = blocks.lowerBound..<blocks.lowerBound
+        return missingPieces(of: start..<end, in: state).map { startTransfer(bytes: $0, blocks: empty, in: &state) }
     }
 
     private static let pageSize: UInt64 = 4096
