@@ -550,6 +550,11 @@ public final class CachedFile: Sendable {
                 }
             }
             actions += answerWaiters(in: &state, overlapping: transfer.bytes)
+            var unmounting = false
+            if case .failure(.cancelled) = result { unmounting = true }
+            if !unmounting {
+                actions += refetchForOrphanedWaiters(in: &state)
+            }
             if ended, let observer = transfer.onFinish {
                 actions.append(.notify(observer, result.isSuccess))
             }
@@ -670,21 +675,54 @@ public final class CachedFile: Sendable {
         return actions
     }
 
-    /// Fails the readers that wait for a block no transfer is bringing.
+    /// The parts of `bytes` that nothing will bring: not in an available block, not written
+    /// into a block still arriving, and not ahead of a running transfer. Normally empty for a
+    /// waiting reader; a failed commit can drop bytes a running transfer has already passed.
+    private func unbrought(_ bytes: Range<UInt64>, in state: State) -> [Range<UInt64>] {
+        var taken: [Range<UInt64>] = []
+        for block in layout.blocks(covering: bytes) {
+            if state.available.contains(block) {
+                taken.append(layout.byteRange(ofBlock: block))
+            } else {
+                taken += state.partial[block] ?? []
+            }
+        }
+        for transfer in state.transfers.values {
+            taken.append(transfer.frontier..<transfer.bytes.upperBound)
+        }
+        return bytes.subtracting(taken)
+    }
+
+    /// Fails the readers waiting for bytes that nothing will bring (after a failed commit:
+    /// fetching again into a cache that cannot keep data would not end).
     private func failOrphanedWaiters(in state: inout State, error: FetchError) -> [Action] {
         var actions: [Action] = []
         var waiting: [Waiter] = []
         for waiter in state.waiters {
-            let orphaned = layout.blocks(covering: waiter.bytes).contains {
-                !state.available.contains($0) && !isRequested($0, in: state)
-            }
-            if orphaned, !isAvailable(waiter.bytes, in: state) {
-                actions.append(.reply(waiter.completion, .failure(error)))
-            } else {
+            if unbrought(waiter.bytes, in: state).isEmpty {
                 waiting.append(waiter)
+            } else {
+                actions.append(.reply(waiter.completion, .failure(error)))
             }
         }
         state.waiters = waiting
+        return actions
+    }
+
+    /// When a transfer ends, readers still waiting for bytes that nothing will bring ask for
+    /// exactly those pages again, so no reader is left to its deadline.
+    private func refetchForOrphanedWaiters(in state: inout State) -> [Action] {
+        guard state.invalidated == nil, !state.streamOnly else { return [] }
+        var actions: [Action] = []
+        for waiter in state.waiters {
+            let start = waiter.bytes.lowerBound & ~(Self.pageSize - 1)
+            let end = min(layout.fileSize, (waiter.bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
+            let blocks = layout.blocks(covering: waiter.bytes)
+            for piece in unbrought(start..<end, in: state) {
+                // Like a page-sized read: it brings no whole block, nobody joins it.
+                actions.append(startTransfer(bytes: piece, blocks: blocks.lowerBound..<blocks.lowerBound, in: &state))
+            }
+        }
         return actions
     }
 
