@@ -107,6 +107,12 @@ import Testing
         #expect(pieces == [0..<10, 25..<60, 70..<90])
     }
 
+    @Test func mergingJoinsOverlappingAndTouchingRanges() {
+        let ranges: [Range<UInt64>] = [20..<30, 0..<5, 5..<8, 25..<40, 50..<60]
+        #expect(ranges.merged() == [0..<8, 20..<40, 50..<60])
+        #expect(([] as [Range<UInt64>]).merged().isEmpty)
+    }
+
     @Test func aCoveringRangeLeavesNothing() {
         #expect((10..<20 as Range<UInt64>).subtracting([5..<12, 12..<20]).isEmpty)
         #expect((10..<20 as Range<UInt64>).subtracting([0..<100]).isEmpty)

@@ -10,17 +10,8 @@ extension DataFile {
         var offset: UInt64 = 0
         while offset < size {
             let wanted = Int(min(UInt64(chunkSize), size - offset))
-            let got = try buffer.withUnsafeMutableBytes { raw -> Int in
-                var done = 0
-                while done < wanted {
-                    let count = pread(descriptor, raw.baseAddress! + done, wanted - done, off_t(offset) + off_t(done))
-                    if count < 0, errno == EINTR { continue }
-                    if count < 0 { throw CacheError.system("cannot read cache file \(path)") }
-                    if count == 0 { throw CacheError("cache file \(path) is shorter than \(size) bytes") }
-                    done += count
-                }
-                return done
-            }
+            let got = try buffer.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<wanted]), at: offset) }
+            guard got == wanted else { throw CacheError("cache file \(path) is shorter than \(size) bytes") }
             hasher.update(data: buffer[..<got])
             offset += UInt64(got)
         }

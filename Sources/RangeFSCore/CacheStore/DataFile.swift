@@ -44,9 +44,15 @@ public final class DataFile: Sendable {
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     public func read(count: Int, at offset: UInt64) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
+        let done = try buffer.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+        return Array(buffer.prefix(done))
+    }
+
+    /// Fills `buffer` from `offset`; returns how many bytes it read (fewer only at the end of the file).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         var done = 0
-        while done < count {
-            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+        while done < buffer.count {
+            let got = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
             if got < 0 {
                 if errno == EINTR { continue }
                 throw CacheError.system("cannot read cache file \(path)")
@@ -54,7 +60,7 @@ public final class DataFile: Sendable {
             if got == 0 { break }
             done += got
         }
-        return Array(buffer.prefix(done))
+        return done
     }
 
     /// Makes written data durable; only after this may its blocks be marked present.

@@ -13,3 +13,18 @@ extension Range where Bound == UInt64 {
         return pieces
     }
 }
+
+extension Array where Element == Range<UInt64> {
+    /// The same bytes as sorted ranges, overlapping or touching ones joined.
+    func merged() -> [Range<UInt64>] {
+        var merged: [Range<UInt64>] = []
+        for range in sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, range.lowerBound <= last.upperBound {
+                merged[merged.count - 1] = last.lowerBound..<Swift.max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
+}

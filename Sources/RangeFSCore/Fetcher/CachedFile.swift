@@ -242,16 +242,7 @@ public final class CachedFile: Sendable {
         var completed: UInt64 = 0
         for block in layout.blocks(covering: bytes) where !state.available.contains(block) {
             let blockBytes = layout.byteRange(ofBlock: block)
-            var ranges = (state.partial[block] ?? []) + [bytes.clamped(to: blockBytes)]
-            ranges.sort { $0.lowerBound < $1.lowerBound }
-            var merged: [Range<UInt64>] = []
-            for range in ranges {
-                if let last = merged.last, range.lowerBound <= last.upperBound {
-                    merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
-                } else {
-                    merged.append(range)
-                }
-            }
+            let merged = ((state.partial[block] ?? []) + [bytes.clamped(to: blockBytes)]).merged()
             if merged.count == 1, merged[0] == blockBytes {
                 state.available.insert(block)
                 state.partial[block] = nil
@@ -309,7 +300,7 @@ public final class CachedFile: Sendable {
                     // A reader that lands deep inside a missing block (a seek) should not wait for
                     // the block's start to arrive first: its request starts at its own bytes, and a
                     // second one brings the head of the block so that the block becomes whole.
-                    let seek = bytes.lowerBound & ~(Self.pageSize - 1)
+                    let seek = pageAligned(bytes).lowerBound
                     if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
                         let head = piece.lowerBound..<seek
                         actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head), in: &state))
@@ -322,13 +313,17 @@ public final class CachedFile: Sendable {
         return actions
     }
 
-    /// The parts of `bytes` still to ask for: not the bytes already written into unfinished
-    /// blocks, nor those a page-sized read is bringing (nobody joins those, see
-    /// `planSparseRead`), nor, with `allInFlight`, anything another transfer is bringing.
+    /// The parts of `bytes` still to ask for: not available blocks, not the bytes already
+    /// written into unfinished blocks, nor those a page-sized read is bringing (nobody joins
+    /// those, see `planSparseRead`), nor, with `allInFlight`, anything any transfer is bringing.
     private func missingPieces(of bytes: Range<UInt64>, in state: State, allInFlight: Bool = false) -> [Range<UInt64>] {
         var taken: [Range<UInt64>] = []
         for block in layout.blocks(covering: bytes) {
-            taken += state.partial[block] ?? []
+            if state.available.contains(block) {
+                taken.append(layout.byteRange(ofBlock: block))
+            } else {
+                taken += state.partial[block] ?? []
+            }
         }
         for transfer in state.transfers.values where allInFlight || transfer.blocks.isEmpty {
             taken.append(transfer.frontier..<transfer.bytes.upperBound)
@@ -351,11 +346,20 @@ public final class CachedFile: Sendable {
             total + (state.partial[block] ?? []).reduce(0) { $0 + UInt64($1.count) }
         }
         guard scattered < UInt64(blocks.count) * layout.blockSize / 16 else { return nil }
+        return missingPieces(of: pageAligned(bytes), in: state).map { startPageTransfer(bytes: $0, in: &state) }
+    }
+
+    /// `bytes` widened to whole pages (the last one stops at the end of the file).
+    private func pageAligned(_ bytes: Range<UInt64>) -> Range<UInt64> {
         let start = bytes.lowerBound & ~(Self.pageSize - 1)
-        let end = min(layout.fileSize, (bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
-        // Such a transfer brings no whole block: other readers of these blocks do not wait for it.
-        let empty = blocks.lowerBound..<blocks.lowerBound
-        return missingPieces(of: start..<end, in: state).map { startTransfer(bytes: $0, blocks: empty, in: &state) }
+        return start..<min(layout.fileSize, (bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
+    }
+
+    /// A transfer of a few pages that brings no whole block: other readers of its blocks
+    /// do not join it (`isRequested` does not see it), and nobody waits for it but its own.
+    private func startPageTransfer(bytes: Range<UInt64>, in state: inout State) -> Action {
+        let first = layout.blocks(covering: bytes).lowerBound
+        return startTransfer(bytes: bytes, blocks: first..<first, in: &state)
     }
 
     private static let pageSize: UInt64 = 4096
@@ -675,31 +679,15 @@ public final class CachedFile: Sendable {
         return actions
     }
 
-    /// The parts of `bytes` that nothing will bring: not in an available block, not written
-    /// into a block still arriving, and not ahead of a running transfer. Normally empty for a
-    /// waiting reader; a failed commit can drop bytes a running transfer has already passed.
-    private func unbrought(_ bytes: Range<UInt64>, in state: State) -> [Range<UInt64>] {
-        var taken: [Range<UInt64>] = []
-        for block in layout.blocks(covering: bytes) {
-            if state.available.contains(block) {
-                taken.append(layout.byteRange(ofBlock: block))
-            } else {
-                taken += state.partial[block] ?? []
-            }
-        }
-        for transfer in state.transfers.values {
-            taken.append(transfer.frontier..<transfer.bytes.upperBound)
-        }
-        return bytes.subtracting(taken)
-    }
-
     /// Fails the readers waiting for bytes that nothing will bring (after a failed commit:
-    /// fetching again into a cache that cannot keep data would not end).
+    /// fetching again into a cache that cannot keep data would not end). Normally nothing is
+    /// unbrought for a waiting reader; a failed commit can drop bytes a running transfer has
+    /// already passed.
     private func failOrphanedWaiters(in state: inout State, error: FetchError) -> [Action] {
         var actions: [Action] = []
         var waiting: [Waiter] = []
         for waiter in state.waiters {
-            if unbrought(waiter.bytes, in: state).isEmpty {
+            if missingPieces(of: waiter.bytes, in: state, allInFlight: true).isEmpty {
                 waiting.append(waiter)
             } else {
                 actions.append(.reply(waiter.completion, .failure(error)))
@@ -715,12 +703,8 @@ public final class CachedFile: Sendable {
         guard state.invalidated == nil, !state.streamOnly else { return [] }
         var actions: [Action] = []
         for waiter in state.waiters {
-            let start = waiter.bytes.lowerBound & ~(Self.pageSize - 1)
-            let end = min(layout.fileSize, (waiter.bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
-            let blocks = layout.blocks(covering: waiter.bytes)
-            for piece in unbrought(start..<end, in: state) {
-                // Like a page-sized read: it brings no whole block, nobody joins it.
-                actions.append(startTransfer(bytes: piece, blocks: blocks.lowerBound..<blocks.lowerBound, in: &state))
+            for piece in missingPieces(of: pageAligned(waiter.bytes), in: state, allInFlight: true) {
+                actions.append(startPageTransfer(bytes: piece, in: &state))
             }
         }
         return actions
@@ -794,13 +778,7 @@ public final class CachedFile: Sendable {
             let failure = FetchError("\(url.redactedForDisplay): \(reason)")
             var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
             actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
-            state.available = BlockBitmap(blockCount: layout.blockCount)
-            state.durable = state.available
-            state.partial = [:]
-            state.dataFile = nil
-            // Removed under the lock: no read can reopen the bad data in between.
-            unlink(environment.directory.dataPath(name: dataName, complete: false))
-            unlink(environment.directory.dataPath(name: dataName, complete: true))
+            discardData(in: &state)
             actions.append(.rejected)
             return actions
         }
@@ -840,17 +818,22 @@ public final class CachedFile: Sendable {
             guard state.openHandles == 0, state.transfers.isEmpty, state.waiters.isEmpty,
                   !state.commitScheduled, state.invalidated == nil else { return nil }
             let freed = cachedBytes(of: state.available)
-            state.dataFile = nil
-            // Removed under the lock: no read can reopen the old file in between.
-            unlink(environment.directory.dataPath(name: dataName, complete: false))
-            unlink(environment.directory.dataPath(name: dataName, complete: true))
-            state.available = BlockBitmap(blockCount: layout.blockCount)
-            state.durable = state.available
-            state.partial = [:]
+            discardData(in: &state)
             state.complete = layout.blockCount == 0
             state.uncommittedBytes = 0
             return freed
         }
+    }
+
+    /// Forgets every block of this version and removes its data file. Under the lock, so no
+    /// read can reopen the old file in between.
+    private func discardData(in state: inout State) {
+        state.dataFile = nil
+        unlink(environment.directory.dataPath(name: dataName, complete: false))
+        unlink(environment.directory.dataPath(name: dataName, complete: true))
+        state.available = BlockBitmap(blockCount: layout.blockCount)
+        state.durable = state.available
+        state.partial = [:]
     }
 
     var emptyBitmap: [UInt8] {
