@@ -15,7 +15,7 @@ private func inodesByPath(_ namespace: Namespace) -> [String: InodeNumber] {
     var pending = [Namespace.rootInode]
     while let directory = pending.popLast() {
         for child in namespace.children(of: directory) {
-            result[child.path] = child.inode
+            result[namespace.path(of: child)] = child.inode
             if child.isDirectory { pending.append(child.inode) }
         }
     }
@@ -29,21 +29,21 @@ private func inodesByPath(_ namespace: Namespace) -> [String: InodeNumber] {
 
     let root = try #require(namespace.node(Namespace.rootInode))
     #expect(root.kind == .directory)
-    #expect(root.path == "")
+    #expect(namespace.path(of: root) == "")
     #expect(root.parent == Namespace.rootInode)
     #expect(namespace.children(of: Namespace.rootInode).map(\.name) == ["music", "podcast.mp3"])
 
     let music = try #require(namespace.lookup(parent: Namespace.rootInode, name: "music"))
     #expect(music.kind == .directory)
-    #expect(music.path == "music")
+    #expect(namespace.path(of: music) == "music")
     #expect(music.parent == Namespace.rootInode)
     #expect(namespace.children(of: music.inode).map(\.name) == ["a.mp3", "rock"])
 
     let rock = try #require(namespace.lookup(parent: music.inode, name: "rock"))
-    #expect(rock.path == "music/rock")
+    #expect(namespace.path(of: rock) == "music/rock")
     let song = try #require(namespace.lookup(parent: rock.inode, name: "b.mp3"))
     #expect(song.kind == .file(entryIndex: 0))
-    #expect(song.path == "music/rock/b.mp3")
+    #expect(namespace.path(of: song) == "music/rock/b.mp3")
     #expect(song.parent == rock.inode)
     #expect(namespace.node(song.inode) == song)
 
@@ -72,7 +72,7 @@ private func inodesByPath(_ namespace: Namespace) -> [String: InodeNumber] {
     #expect(namespace.children(of: Namespace.rootInode).map(\.name) == ["10", "9", "B", "Z", "a", "a b", "b", "e\u{301}", "é"])
     let a = try #require(namespace.lookup(parent: Namespace.rootInode, name: "a"))
     #expect(a.isDirectory)
-    #expect(namespace.children(of: a.inode).map(\.path) == ["a/c"])
+    #expect(namespace.children(of: a.inode).map(namespace.path(of:)) == ["a/c"])
 }
 
 @Test func namesDifferingOnlyInNormalizationAreSeparateNodes() throws {
@@ -148,4 +148,65 @@ private func inodesByPath(_ namespace: Namespace) -> [String: InodeNumber] {
     #expect(namespace.children(of: show.inode).count == 1000)
     let episode = try #require(namespace.lookup(parent: show.inode, name: "episode 42123.mp3"))
     #expect(episode.kind == .file(entryIndex: 42123))
+}
+
+@Test func lookupMatchesExactBytesOnly() throws {
+    let namespace = Namespace(manifest: try manifest(["caf\u{E9}", "a", "a b", "ab", "b/c"]))
+    // Canonically equivalent, different bytes: not the same name.
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "cafe\u{301}") == nil)
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "caf\u{E9}")?.kind == .file(entryIndex: 0))
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "a")?.kind == .file(entryIndex: 1))
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "a b")?.kind == .file(entryIndex: 2))
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "ab")?.kind == .file(entryIndex: 3))
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "") == nil)
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "a ") == nil)
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "abc") == nil)
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "c") == nil)
+    #expect(namespace.lookup(parent: Namespace.rootInode, name: "\u{FF}") == nil)
+    let b = try #require(namespace.lookup(parent: Namespace.rootInode, name: "b"))
+    #expect(namespace.lookup(parent: b.inode, name: "c")?.kind == .file(entryIndex: 4))
+    #expect(namespace.lookup(parent: b.inode, name: "a") == nil)
+}
+
+@Test func siblingsFollowInListingOrder() throws {
+    let namespace = Namespace(manifest: try manifest(["d/e", "c", "a", "b", "d/f"]))
+    let a = try #require(namespace.lookup(parent: Namespace.rootInode, name: "a"))
+    #expect(namespace.siblings(after: a, count: 2).map(\.name) == ["b", "c"])
+    #expect(namespace.siblings(after: a, count: 10).map(\.name) == ["b", "c", "d"])
+    let c = try #require(namespace.lookup(parent: Namespace.rootInode, name: "c"))
+    #expect(namespace.siblings(after: c, count: 0).isEmpty)
+    let d = try #require(namespace.lookup(parent: Namespace.rootInode, name: "d"))
+    #expect(namespace.siblings(after: d, count: 3).isEmpty)
+    let e = try #require(namespace.lookup(parent: d.inode, name: "e"))
+    #expect(namespace.siblings(after: e, count: 3).map(\.name) == ["f"])
+    #expect(namespace.siblings(after: e, count: 3).map(\.parent) == [d.inode])
+    let root = try #require(namespace.node(Namespace.rootInode))
+    #expect(namespace.siblings(after: root, count: 3).isEmpty)
+}
+
+@Test func aFileListedAfterItsDirectoryStaysADirectory() throws {
+    let namespace = Namespace(manifest: try manifest(["a/b", "a", "x", "x", "x/y"]))
+    let a = try #require(namespace.lookup(parent: Namespace.rootInode, name: "a"))
+    #expect(a.isDirectory)
+    #expect(namespace.children(of: a.inode).map(\.name) == ["b"])
+    let x = try #require(namespace.lookup(parent: Namespace.rootInode, name: "x"))
+    #expect(x.isDirectory)
+    #expect(namespace.children(of: Namespace.rootInode).map(\.name) == ["a", "x"])
+    #expect(namespace.fileCount == 2)
+    #expect(namespace.directoryCount == 3)
+}
+
+@Test func everyNodeIsFoundByItsInodeAndPath() throws {
+    let paths = (0..<500).map { "d\($0 % 7)/e\($0 % 3)/f\($0).mp3" } + ["top.mp3"]
+    let namespace = Namespace(manifest: try manifest(paths))
+    let byPath = inodesByPath(namespace)
+    #expect(byPath.count == 501 + 7 + 7 * 3)
+    for (path, inode) in byPath {
+        let node = try #require(namespace.node(inode))
+        #expect(namespace.path(of: node) == path)
+        #expect(node.inode == PathHash(path: path).value & StableInodeAllocator.inodeMask)
+        let parent = try #require(namespace.node(node.parent))
+        #expect(namespace.lookup(parent: parent.inode, name: node.name) == node)
+        if case .file(let index) = node.kind { #expect(paths[index] == path) }
+    }
 }

@@ -1,15 +1,15 @@
 /// The read-only directory tree of a mount, built once from a manifest.
 ///
-/// Names are compared as exact UTF-8 bytes, as the kernel passes them.
+/// Names are compared as exact UTF-8 bytes, as the kernel passes them. Built for 100,000
+/// entries and more: nodes are small fixed-size records in one array, their names in one
+/// byte buffer, and `NamespaceNode` values (with a `String` name) are made only when asked for.
 public final class Namespace: Sendable {
     public static let rootInode: InodeNumber = 1
 
-    /// Index 0 is the root.
-    private let nodes: [NamespaceNode]
-    private let indexByInode: [InodeNumber: Int]
-    private let childIndex: [ChildName: Int]
-    /// Per node, its children in byte order of their names (empty for files).
-    private let sortedChildren: [[NamespaceNode]]
+    /// Position 0 is the root; each directory's children are contiguous, in byte order of their names.
+    private let nodes: ContiguousArray<NamespaceNumbering.StoredNode>
+    private let names: NodeNames
+    private let inodeIndex: InodeIndex
     public let fileCount: Int
     /// Includes the root.
     public let directoryCount: Int
@@ -20,56 +20,102 @@ public final class Namespace: Sendable {
     public init(manifest: Manifest) {
         let tree = NamespaceTreeBuilder(entries: manifest.entries)
         let numbering = NamespaceNumbering(tree: tree)
-        let nodes = tree.nodes.indices.map { index in
-            let node = tree.nodes[index]
-            return NamespaceNode(
-                inode: numbering.inodes[index], parent: numbering.inodes[node.parent],
-                name: node.name, kind: node.kind, path: numbering.paths[index])
+        nodes = numbering.nodes
+        names = tree.names
+        inodeIndex = numbering.inodeIndex
+        fileCount = numbering.nodes.reduce(0) { count, node in
+            if case .file = node.kind { return count + 1 }
+            return count
         }
-        var indexByInode: [InodeNumber: Int] = [:]
-        indexByInode.reserveCapacity(nodes.count)
-        for (index, inode) in numbering.inodes.enumerated() { indexByInode[inode] = index }
-
-        self.nodes = nodes
-        self.indexByInode = indexByInode
-        self.childIndex = tree.childIndex
-        self.sortedChildren = numbering.sortedChildren.map { $0.map { nodes[$0] } }
-        self.directoryCount = nodes.reduce(0) { $0 + ($1.kind == .directory ? 1 : 0) }
-        self.fileCount = nodes.count - directoryCount
+        directoryCount = nodes.count - fileCount
     }
 
     public func node(_ inode: InodeNumber) -> NamespaceNode? {
-        indexByInode[inode].map { nodes[$0] }
+        position(of: inode).map(node(at:))
     }
 
+    /// The child of `parent` named exactly `name` (byte for byte), found by binary search.
     public func lookup(parent: InodeNumber, name: String) -> NamespaceNode? {
-        guard let parentIndex = indexByInode[parent],
-              let index = childIndex[ChildName(parent: parentIndex, name: name)]
-        else { return nil }
-        return nodes[index]
+        let siblings = children(of: parent)
+        var name = name
+        let (found, position) = name.withUTF8 { bytes in
+            var low = siblings.startIndex
+            var high = siblings.endIndex
+            while low < high {
+                let middle = (low + high) / 2
+                let order = names.compare(bytes, with: nodes[middle].name)
+                if order == 0 { return (true, middle) }
+                if order > 0 { low = middle + 1 } else { high = middle }
+            }
+            return (false, low)
+        }
+        return found ? node(at: position) : nil
     }
 
     /// Sorted by the bytes of their names; empty for a file or an unknown inode.
-    public func children(of directory: InodeNumber) -> [NamespaceNode] {
-        indexByInode[directory].map { sortedChildren[$0] } ?? []
+    public func children(of directory: InodeNumber) -> NamespaceNodes {
+        guard let position = position(of: directory),
+              case .directory(let children) = nodes[position].kind
+        else { return NamespaceNodes(namespace: self, positions: 0..<0) }
+        return NamespaceNodes(namespace: self, positions: Int(children.lowerBound)..<Int(children.upperBound))
     }
 
     /// Up to `count` siblings that follow `node` in its directory's order (the order `readdir`
-    /// lists them in), found by binary search.
-    public func siblings(after node: NamespaceNode, count: Int) -> ArraySlice<NamespaceNode> {
-        guard let parentIndex = indexByInode[node.parent], node.inode != Self.rootInode else { return [] }
-        let siblings = sortedChildren[parentIndex]
-        var low = 0
-        var high = siblings.count
-        while low < high {
-            let middle = (low + high) / 2
-            if siblings[middle].name.utf8.lexicographicallyPrecedes(node.name.utf8) {
-                low = middle + 1
-            } else {
-                high = middle
-            }
+    /// lists them in).
+    public func siblings(after node: NamespaceNode, count: Int) -> NamespaceNodes {
+        guard node.inode != Self.rootInode else { return NamespaceNodes(namespace: self, positions: 0..<0) }
+        let siblings = children(of: node.parent)
+        let start = min(siblings.endIndex, node.position + 1)
+        return siblings[start..<min(siblings.endIndex, start + count)]
+    }
+
+    /// Full path inside the mount: "" for the root, "a/b.mp3" below it.
+    public func path(of node: NamespaceNode) -> String {
+        var components: [String] = []
+        var position = node.position
+        while position != NamespaceNumbering.rootPosition {
+            components.append(names.string(nodes[position].name))
+            position = Int(nodes[position].parent)
         }
-        let start = min(siblings.count, low + 1)
-        return siblings[start..<min(siblings.count, start + count)]
+        return components.reversed().joined(separator: "/")
+    }
+
+    func node(at position: Int) -> NamespaceNode {
+        let stored = nodes[position]
+        let kind: NodeKind = switch stored.kind {
+        case .directory: .directory
+        case .file(let entryIndex): .file(entryIndex: Int(entryIndex))
+        }
+        return NamespaceNode(inode: stored.inode, parent: nodes[Int(stored.parent)].inode,
+                             name: names.string(stored.name), kind: kind, position: position)
+    }
+
+    private func position(of inode: InodeNumber) -> Int? {
+        inodeIndex.position(of: inode) { nodes[$0].inode }
+    }
+}
+
+/// Nodes side by side in a namespace (a directory's children, in byte order of their names),
+/// made into `NamespaceNode`s only as they are read.
+public struct NamespaceNodes: RandomAccessCollection, Sendable {
+    private let namespace: Namespace
+    private let positions: Range<Int>
+
+    init(namespace: Namespace, positions: Range<Int>) {
+        self.namespace = namespace
+        self.positions = positions
+    }
+
+    public var startIndex: Int { positions.lowerBound }
+    public var endIndex: Int { positions.upperBound }
+
+    public subscript(position: Int) -> NamespaceNode {
+        precondition(positions.contains(position), "index out of range")
+        return namespace.node(at: position)
+    }
+
+    public subscript(bounds: Range<Int>) -> NamespaceNodes {
+        precondition(bounds.clamped(to: positions) == bounds, "range out of bounds")
+        return NamespaceNodes(namespace: namespace, positions: bounds)
     }
 }

@@ -6,7 +6,8 @@ public enum NodeKind: Sendable, Equatable {
     case file(entryIndex: Int)
 }
 
-/// One file or directory in the mounted tree.
+/// One file or directory in the mounted tree, as a namespace hands it out. Its full path is
+/// not kept (a mount of 100,000 files would hold every path twice); ask the namespace.
 public struct NamespaceNode: Sendable, Equatable {
     public let inode: InodeNumber
     /// The root is its own parent.
@@ -14,16 +15,8 @@ public struct NamespaceNode: Sendable, Equatable {
     /// The last path component; empty for the root.
     public let name: String
     public let kind: NodeKind
-    /// Full path inside the mount: "" for the root, "a/b.mp3" below it.
-    public let path: String
-
-    public init(inode: InodeNumber, parent: InodeNumber, name: String, kind: NodeKind, path: String) {
-        self.inode = inode
-        self.parent = parent
-        self.name = name
-        self.kind = kind
-        self.path = path
-    }
+    /// Where the namespace stores this node.
+    let position: Int
 
     public var isDirectory: Bool { kind == .directory }
 }

@@ -1,53 +1,64 @@
-/// Grows the directory tree from manifest paths, one component at a time, before
-/// inode numbers exist. Nodes live in an array and refer to each other by index.
+/// Grows the directory tree from manifest paths before inode numbers exist: a draft node for
+/// every directory and every file, children not yet ordered. Only directories need finding
+/// again by name (a later path goes through them); a file's name may clash with a sibling's,
+/// which `NamespaceNumbering` settles when it orders each directory.
 struct NamespaceTreeBuilder {
-    struct Node {
-        let name: String
-        let parent: Int
-        var kind: NodeKind
-        var children: [Int] = []
+    struct DraftNode {
+        let parent: Int32
+        let name: NodeNames.Span
+        /// The manifest entry of a file; nil for a directory.
+        let entryIndex: Int32?
+
+        var isDirectory: Bool { entryIndex == nil }
     }
 
-    static let rootIndex = 0
+    static let rootIndex: Int32 = 0
 
-    private(set) var nodes: [Node] = [Node(name: "", parent: rootIndex, kind: .directory)]
-    /// (parent index, exact name bytes) → node index.
-    private(set) var childIndex: [ChildName: Int] = [:]
+    private(set) var nodes: ContiguousArray<DraftNode> = [DraftNode(parent: rootIndex, name: .empty, entryIndex: nil)]
+    private(set) var names: NodeNames
+    /// (parent, exact name bytes) → draft index, for directories only.
+    private var directories: [DirectoryName: Int32] = [:]
 
-    /// Should entries clash, a directory wins over a file of the same path (it must
-    /// exist for the paths below it), and the first of two equal file paths wins.
     init(entries: [ManifestEntry]) {
-        childIndex.reserveCapacity(entries.count + entries.count / 8)
-        nodes.reserveCapacity(entries.count + entries.count / 8 + 1)
+        precondition(entries.count < Int(Int32.max) / 2, "too many entries for one namespace")
+        nodes.reserveCapacity(entries.count + 1)
+        // Plain-text manifests name files with about as many bytes as their paths have per entry.
+        names = NodeNames(expectedBytes: entries.count * 16)
         for (entryIndex, entry) in entries.enumerated() {
             var parent = Self.rootIndex
-            let components = entry.path.components
-            for (depth, component) in components.enumerated() {
-                let isFile = depth == components.count - 1
-                let key = ChildName(parent: parent, name: component)
-                if let existing = childIndex[key] {
-                    if !isFile { nodes[existing].kind = .directory }
-                    parent = existing
-                    continue
-                }
-                let index = nodes.count
-                nodes.append(Node(name: component, parent: parent, kind: isFile ? .file(entryIndex: entryIndex) : .directory))
-                nodes[parent].children.append(index)
-                childIndex[key] = index
-                parent = index
+            for directory in entry.path.components.dropLast() {
+                parent = directoryIndex(parent: parent, name: directory)
             }
+            // Validated paths are never empty; a file without a name is no file.
+            guard let name = entry.path.components.last else { continue }
+            nodes.append(DraftNode(parent: parent, name: names.append(name), entryIndex: Int32(entryIndex)))
         }
+    }
+
+    private mutating func directoryIndex(parent: Int32, name: String) -> Int32 {
+        let key = DirectoryName(parent: parent, name: name)
+        if let existing = directories[key] { return existing }
+        let index = Int32(nodes.count)
+        nodes.append(DraftNode(parent: parent, name: names.append(name), entryIndex: nil))
+        directories[key] = index
+        return index
     }
 }
 
-/// A directory entry's key: its parent and the exact bytes of its name, since the
-/// kernel compares names byte for byte (String equality would merge "é" and "e\u{301}").
-struct ChildName: Hashable {
-    let parent: Int
-    let name: [UInt8]
+/// A directory's key: its parent and the exact bytes of its name, since the kernel compares
+/// names byte for byte (String equality would merge "é" and "e\u{301}").
+struct DirectoryName: Hashable {
+    let parent: Int32
+    let name: String
 
-    init(parent: Int, name: String) {
-        self.parent = parent
-        self.name = Array(name.utf8)
+    static func == (lhs: DirectoryName, rhs: DirectoryName) -> Bool {
+        lhs.parent == rhs.parent && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(parent)
+        var name = name
+        name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(0xFF as UInt8)  // never occurs in UTF-8: ends the name
     }
 }

@@ -48,11 +48,16 @@ struct PathHash {
 
     /// The hash of this path followed by "/" (unless this is the root) and `name`.
     func appending(_ name: String) -> PathHash {
+        appending(bytes: name.utf8)
+    }
+
+    /// The same, for a name given as its UTF-8 bytes.
+    func appending(bytes name: some Sequence<UInt8>) -> PathHash {
         var state = self.state
         if !isEmptyPath {
             state = (state ^ UInt64(UInt8(ascii: "/"))) &* Self.prime
         }
-        for byte in name.utf8 {
+        for byte in name {
             state = (state ^ UInt64(byte)) &* Self.prime
         }
         return PathHash(state: state, isEmptyPath: false)
