@@ -22,6 +22,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // Kernel FUSE passthrough for complete files, added to libfuse 3.14 from outside.
+        .target(name: "CFusePassthrough", dependencies: ["CFuse"]),
         // Manifest, namespace, remote, cache store and fetcher: everything a test can drive without a mount.
         .target(
             name: "RangeFSCore",
@@ -37,7 +39,7 @@ let package = Package(
         .target(
             name: "RangeFSFuse",
             dependencies: [
-                "CFuse", "RangeFSCore",
+                "CFuse", "CFusePassthrough", "RangeFSCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

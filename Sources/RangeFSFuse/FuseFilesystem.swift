@@ -32,6 +32,7 @@ public final class FuseFilesystem: Sendable {
         }
     }
     private let notifier = Mutex<FuseNotifier?>(nil)
+    let passthrough: KernelPassthrough
 
     public init(tree: MountedTree, catalog: FileCatalog, mount: RunningMount, controlSocketPath: String?,
                 ownership: Ownership = Ownership(), logger: Logger) {
@@ -41,6 +42,7 @@ public final class FuseFilesystem: Sendable {
         self.mount = mount
         self.controlSocketPath = controlSocketPath
         self.logger = logger
+        passthrough = KernelPassthrough(logger: logger)
         catalog.onRemoteChange { [weak self] url in self?.forgetKernelCopy(of: url) }
     }
 
@@ -220,12 +222,19 @@ public final class FuseFilesystem: Sendable {
         guard info.flags & O_ACCMODE == O_RDONLY else { return request.reply(error: EROFS) }
         catalog.open(entry: index) { result in
             switch result {
-            case .success(let handle):
+            case .success(let file):
+                let mode = self.passthrough.mode(forOpening: inode, of: file.file)
+                let handle = FuseOpenHandle(file: file, inode: inode, mode: mode)
                 var info = info
                 info.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
-                // A complete file never changes again: the kernel may keep its pages.
-                rangefs_file_info_set_keep_cache(&info, handle.file.isComplete ? 1 : 0)
-                request.reply(open: info)
+                switch mode {
+                case .passthrough(let backingID):
+                    request.reply(open: info, backingID: backingID)
+                case .cached:
+                    // A complete file never changes again: the kernel may keep its pages.
+                    rangefs_file_info_set_keep_cache(&info, file.file.isComplete ? 1 : 0)
+                    request.reply(open: info)
+                }
             case .failure(let error):
                 request.reply(error: error.errno)
             }
@@ -234,8 +243,7 @@ public final class FuseFilesystem: Sendable {
 
     func read(_ request: FuseRequest, size: Int, offset: Int64, info: fuse_file_info) {
         guard offset >= 0 else { return request.reply(error: EINVAL) }
-        let handle = Self.openFile(info)
-        handle.read(offset: UInt64(offset), length: UInt64(size)) { result in
+        Self.openHandle(info).file.read(offset: UInt64(offset), length: UInt64(size)) { result in
             switch result {
             case .success(let ready): request.reply(descriptor: ready.file.descriptor, range: ready.range)
             case .failure(let error): request.reply(error: error.errno)
@@ -245,14 +253,15 @@ public final class FuseFilesystem: Sendable {
 
     func release(_ request: FuseRequest, info: fuse_file_info) {
         let pointer = UnsafeRawPointer(bitPattern: UInt(info.fh))!
-        let handle = Unmanaged<OpenFile>.fromOpaque(pointer).takeRetainedValue()
-        handle.close()
+        let handle = Unmanaged<FuseOpenHandle>.fromOpaque(pointer).takeRetainedValue()
+        handle.file.close()
+        passthrough.released(inode: handle.inode, mode: handle.mode)
         request.reply(error: 0)
     }
 
-    private static func openFile(_ info: fuse_file_info) -> OpenFile {
+    private static func openHandle(_ info: fuse_file_info) -> FuseOpenHandle {
         let pointer = UnsafeRawPointer(bitPattern: UInt(info.fh))!
-        return Unmanaged<OpenFile>.fromOpaque(pointer).takeUnretainedValue()
+        return Unmanaged<FuseOpenHandle>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     // MARK: Extended attributes
@@ -260,7 +269,9 @@ public final class FuseFilesystem: Sendable {
     func getxattr(_ request: FuseRequest, inode: InodeNumber, name: String, size: Int) {
         let tree = current
         guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
-        // `ls -l` asks every file for its ACL and security label: answered without building ours.
+        // `ls -l` asks every file for its ACL and security label. "Not supported" (rather than
+        // "no such attribute") tells it this filesystem has neither, and it stops asking.
+        guard name.hasPrefix("user.") else { return request.reply(error: EOPNOTSUPP) }
         guard name.hasPrefix("user.rangefs."),
               let value = extendedAttributes(of: node, in: tree)[name] else { return request.reply(error: ENODATA) }
         request.reply(xattr: Array(value.utf8), bufferSize: size)

@@ -1,4 +1,5 @@
 import CFuse
+import CFusePassthrough
 import Foundation
 
 /// A kernel request waiting for its reply. It may be answered from any thread — libfuse's
@@ -29,6 +30,12 @@ struct FuseRequest: @unchecked Sendable {
     func reply(open info: fuse_file_info) {
         var info = info
         fuse_reply_open(raw, &info)
+    }
+
+    /// Opens the file for the kernel to read from a registered backing file by itself.
+    func reply(open info: fuse_file_info, backingID: Int32) {
+        var info = info
+        rangefs_reply_open_passthrough(raw, &info, backingID)
     }
 
     /// Answers a read with bytes taken straight from a cache file.

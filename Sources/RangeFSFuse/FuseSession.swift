@@ -1,4 +1,5 @@
 import CFuse
+import CFusePassthrough
 import Foundation
 import RangeFSCore
 
@@ -29,7 +30,9 @@ public final class FuseSession {
     private var mounted = false
 
     /// Mounts `filesystem` read-only at `mountpoint`; `options` are extra `-o` mount options.
-    public init(filesystem: FuseFilesystem, mountpoint: String, options: [String], debug: Bool = false) throws {
+    /// With `passthrough`, the kernel is offered to read complete files by itself.
+    public init(filesystem: FuseFilesystem, mountpoint: String, options: [String], passthrough: Bool = true,
+                debug: Bool = false) throws {
         var args = rangefs_args_empty()
         defer { fuse_opt_free_args(&args) }
         var argv = ["rangefs", "-o", (["ro", "fsname=rangefs", "subtype=rangefs"] + options).joined(separator: ",")]
@@ -52,6 +55,10 @@ public final class FuseSession {
             throw FuseError(description: "cannot mount at \(mountpoint)")
         }
         mounted = true
+        if passthrough {
+            // Without the hooks the kernel is never offered passthrough; reads work as before.
+            _ = rangefs_passthrough_install(session)
+        }
         filesystem.attach(FuseNotifier(session: session))
     }
 

@@ -14,7 +14,7 @@ struct MountCommand: ParsableCommand {
 
         -o takes FUSE options (allow_other, default_permissions, ...) and, as key=value, the \
         settings of the flags below: format, cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
-        cache_max_size, cache_min_free, proxy, log_level, and foreground. A flag given on the \
+        cache_max_size, cache_min_free, proxy, log_level, no_passthrough and foreground. A flag given on the \
         command line wins over the same setting in -o. Options meant for mount(8) (rw, ro, \
         defaults, noauto, user, _netdev, nofail, x-systemd.*) are ignored.
 
@@ -84,6 +84,9 @@ struct MountCommand: ParsableCommand {
 
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
+
+    @Flag(inversion: .prefixedNo, help: "Let the kernel read complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root); else every read passes through rangefs.")
+    var passthrough = true
 
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
     var foreground = false
@@ -194,6 +197,7 @@ struct MountCommand: ParsableCommand {
             if let cacheMaxSize { arguments += ["--cache-max-size", cacheMaxSize] }
             if let cacheMinFree { arguments += ["--cache-min-free", cacheMinFree] }
             if let proxy { arguments += ["--proxy", proxy] }
+            if !passthrough { arguments.append("--no-passthrough") }
             if format != .auto { arguments += ["--format", format.argument] }
             for option in mountOptions { arguments += ["-o", option] }
             if !loader.headers.isEmpty {
@@ -213,7 +217,8 @@ struct MountCommand: ParsableCommand {
                                  clientConfiguration: clientConfiguration,
                                  cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
                                                           minFreeBytes: cacheMinFree.flatMap(ByteSize.parse)),
-                                 logLevel: Logger.Level(rawValue: logLevel)!, readyDescriptor: readyFd)
+                                 passthrough: passthrough, logLevel: Logger.Level(rawValue: logLevel)!,
+                                 readyDescriptor: readyFd)
         try runner.run()
     }
 

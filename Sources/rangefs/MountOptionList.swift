@@ -30,10 +30,11 @@ struct MountOptionList: Equatable {
         "cache_min_free": "--cache-min-free",
         "proxy": "--proxy",
         "foreground": "--foreground",
+        "no_passthrough": "--no-passthrough",
     ]
 
     /// Settings that are switches: given without a value.
-    static let switchKeys: Set<String> = ["foreground"]
+    static let switchKeys: Set<String> = ["foreground", "no_passthrough"]
 
     /// Options mount(8) or fstab may pass that are not FUSE's business. `ro` goes too: a
     /// RangeFS mount is always read-only and says so itself.
@@ -188,8 +189,10 @@ enum MountInvocation {
                 try check(setting)
                 if setting.key == "foreground" {
                     foregroundFromOptions = true
+                } else if let value = setting.value {
+                    derived += [setting.flag, value]
                 } else {
-                    derived += [setting.flag, setting.value ?? ""]
+                    derived.append(setting.flag)
                 }
             }
             if !parsed.fuseOptions.isEmpty {

@@ -20,6 +20,8 @@ struct MountRunner {
     /// CA file and proxy (else libcurl's `http_proxy`/`https_proxy`/`no_proxy`).
     var clientConfiguration: CurlClient.Configuration
     var cacheLimits = CacheLimits()
+    /// Whether the kernel may read complete files from the cache by itself.
+    var passthrough = true
     var logLevel: Logger.Level
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
@@ -87,7 +89,8 @@ struct MountRunner {
         filesystemBox.withLock { $0 = filesystem }
         let session: FuseSession
         do {
-            session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions)
+            session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions,
+                                      passthrough: passthrough)
         } catch {
             control.stop()
             catalog.shutdown()

@@ -163,6 +163,17 @@ public final class CachedFile: Sendable {
         state.withLock { $0.complete }
     }
 
+    /// A new read-only descriptor of the complete data file, for the kernel to read from
+    /// directly; nil unless the file is complete. Opened under the lock, so it cannot be a
+    /// file that is being discarded and fetched again. The caller closes it.
+    public func openCompleteData() -> Int32? {
+        state.withLock { state in
+            guard state.complete else { return nil }
+            let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC)
+            return descriptor >= 0 ? descriptor : nil
+        }
+    }
+
     /// True once the finished file failed its sha256 check: it stays failed, and fetches
     /// nothing more, until the catalog replaces it.
     public var isRejected: Bool {
