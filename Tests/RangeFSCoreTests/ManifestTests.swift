@@ -272,3 +272,44 @@ func credentialsNeverAppearInMessages(_ text: String) {
     let directoryError = #expect(throws: ManifestError.self) { try Manifest.load(path: directory.path) }
     #expect(directoryError?.description == "\(directory.path): cannot read manifest: it is a directory")
 }
+
+@Test func textLinesSplitLikeTheFormatSays() {
+    func lines(_ text: String) -> [String] { TextLines(text).map(String.init) }
+    #expect(lines("") == [])
+    #expect(lines("a") == ["a"])
+    #expect(lines("a\n") == ["a"])
+    #expect(lines("a\n\n") == ["a", ""])
+    #expect(lines("\n") == [""])
+    #expect(lines("a\r\nb\r\n") == ["a", "b"])
+    #expect(lines("a\nb") == ["a", "b"])
+    #expect(lines("\r") == [])
+    #expect(lines("a\n\r") == ["a"])
+    #expect(lines("\u{FEFF}a\n\u{FEFF}b") == ["a", "\u{FEFF}b"])
+    // A combining mark after the newline stays on its own line.
+    #expect(lines("e\n\u{301}x") == ["e", "\u{301}x"])
+    #expect(TextLines("a\nb\n").countUpperBound >= 2)
+    #expect(TextLines("").first == nil)
+    #expect(TextLines("\n\nx").first == "")
+}
+
+@Test func entryDetailsReadBackAndCompareByValue() throws {
+    let path = try EntryPath(validating: "a.mp3")
+    let url = URL(string: "http://h/a.mp3")!
+    var entry = ManifestEntry(path: path, url: url, line: 1)
+    #expect(entry.size == nil && entry.sha256 == nil && entry.headers.isEmpty && entry.modified == nil)
+    let copy = entry
+    entry.headers = ["X-Token": "1"]
+    entry.size = 10
+    #expect(entry.headers == ["X-Token": "1"])
+    #expect(entry.size == 10)
+    #expect(copy.headers.isEmpty && copy.size == nil)
+    #expect(entry == ManifestEntry(path: path, url: url, size: 10, headers: ["X-Token": "1"], line: 1))
+    entry.headers = [:]
+    entry.size = nil
+    #expect(entry == copy)
+    #expect(entry.hashValue == copy.hashValue)
+    let dated = ManifestEntry(path: path, url: url, sha256: "ab", modified: Date(timeIntervalSince1970: 5), line: 1)
+    #expect(dated.sha256 == "ab" && dated.modified == Date(timeIntervalSince1970: 5))
+    // Plain-text manifests state none of the details: an entry stays five words.
+    #expect(MemoryLayout<ManifestEntry>.stride <= 40)
+}

@@ -68,7 +68,7 @@ public final class FileCatalog: Sendable {
             // `self.`: the parameter `manifest` is the one the mount started with, not the current one.
             let entry = self.manifest.entries[index]
             // Its turn came after the size was already found (a probe queued twice).
-            guard isAwaitingProbe(entry.url.absoluteString, by: index) else { return probeQueue.finished(index) }
+            guard isAwaitingProbe(entry.urlString, by: index) else { return probeQueue.finished(index) }
             probe(entry, index: index)
         }
         probes.withLock { $0 = queue }
@@ -84,7 +84,7 @@ public final class FileCatalog: Sendable {
     public func file(forEntry index: Int, priority: ProbePriority = .reader,
                      completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
         let entry = manifest.entries[index]
-        let key = entry.url.absoluteString
+        let key = entry.urlString
         enum Next { case ready(CachedFile), probe(entry: Int) }
         let next = slots.withLock { slots -> Next in
             switch slots[key] {
@@ -166,7 +166,7 @@ public final class FileCatalog: Sendable {
 
     /// The file for an entry if its size is already known, without waiting.
     public func knownFile(forEntry index: Int) -> CachedFile? {
-        let key = manifest.entries[index].url.absoluteString
+        let key = manifest.entries[index].urlString
         return slots.withLock { slots in
             if case .ready(let file) = slots[key] { return file }
             return nil
@@ -185,7 +185,7 @@ public final class FileCatalog: Sendable {
 
     /// Why finding the entry's size failed last time, if it did.
     public func probeFailure(forEntry index: Int) -> String? {
-        let key = manifest.entries[index].url.absoluteString
+        let key = manifest.entries[index].urlString
         return probeFailures.withLock { $0[key] }
     }
 
@@ -204,7 +204,7 @@ public final class FileCatalog: Sendable {
 
     private func probe(_ entry: ManifestEntry, index: Int, attempt: Int = 1) {
         environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
-            let key = entry.url.absoluteString
+            let key = entry.urlString
             let outcome: Result<CachedFile, FetchError>
             if case .failure(let error) = result, error.isTransient, attempt < environment.policy.maxAttempts {
                 let delay = environment.policy.retryDelay(attempt: attempt + 1)
@@ -454,7 +454,7 @@ public final class FileCatalog: Sendable {
 
     private static func identity(of entry: ManifestEntry) -> String {
         let headers = entry.headers.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
-        return "\(entry.path)\u{0}\(entry.url.absoluteString)\u{0}\(headers)"
+        return "\(entry.path)\u{0}\(entry.urlString)\u{0}\(headers)"
     }
 
     /// `rangefs evict`: drops the cached data of these entries (all when empty) that nobody uses.
@@ -467,7 +467,7 @@ public final class FileCatalog: Sendable {
             let records = (try? environment.store.allRecords()) ?? [:]
             for index in targets {
                 let entry = manifest.entries[index]
-                guard let record = records[entry.url.absoluteString], record.state != .remote else { continue }
+                guard let record = records[entry.urlString], record.state != .remote else { continue }
                 if record.pinned || evict(record) == nil { busy.append(entry.path.description) }
             }
         }
@@ -481,7 +481,7 @@ public final class FileCatalog: Sendable {
         let manifest = self.manifest
         let indices = activeEntries.filter { index in
             if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 || file.isRejected }
-            let stored = storedRecords.withLock { $0[manifest.entries[index].url.absoluteString] }
+            let stored = storedRecords.withLock { $0[manifest.entries[index].urlString] }
             return stored.map { $0.state != .remote } ?? false
         }
         let problems = Mutex<[String]>([])
@@ -519,7 +519,7 @@ public final class FileCatalog: Sendable {
     /// `rangefs pin`: keeps these entries whatever the limits (pinned = true) or releases them.
     public func setPinned(entries: [Int], _ pinned: Bool) {
         for index in entries {
-            let key = manifest.entries[index].url.absoluteString
+            let key = manifest.entries[index].urlString
             let store = environment.store
             // After the record exists: pinning asks for its size first.
             file(forEntry: index) { [environment] _ in

@@ -17,7 +17,7 @@ struct M3UManifestParser {
 
     func parse(_ text: String) throws(ManifestError) -> Manifest {
         let lines = PlainTextManifestParser.lines(of: text)
-        var collector = ManifestEntryCollector(expectedCount: lines.count / 2)
+        var collector = ManifestEntryCollector(expectedCount: lines.countUpperBound / 2)
         var namer = UniqueFileNamer()
         var title: String?
         for (index, rawLine) in lines.enumerated() {

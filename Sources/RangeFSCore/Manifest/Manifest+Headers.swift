@@ -3,6 +3,8 @@ extension Manifest {
     /// name wins, whatever the case of either name. For headers given outside the manifest,
     /// such as on the command line; check them first with `headerProblem(name:value:)`.
     public func addingHeaders(_ headers: [String: String]) -> Manifest {
+        // Nothing to add: no copy of 100,000 entries either.
+        if headers.isEmpty { return self }
         var manifest = self
         for index in manifest.entries.indices {
             manifest.entries[index].headers = HeaderMapReader.merging(manifest.entries[index].headers, over: headers)

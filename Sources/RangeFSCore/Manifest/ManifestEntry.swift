@@ -11,16 +11,31 @@ public struct ManifestEntry: Sendable, Hashable {
         get { URL(string: urlString)! }
         set { urlString = newValue.absoluteString }
     }
-    /// Expected size in bytes, when the manifest format can state it.
-    public var size: UInt64?
-    /// Expected SHA-256 as lowercase hex, when the manifest format can state it.
-    public var sha256: String?
-    /// Extra request headers for this file.
-    public var headers: [String: String]
-    /// Modification time the manifest states (JSON/YAML `mtime`, RSS `pubDate`), if any.
-    public var modified: Date?
     /// 1-based line in the manifest, for messages.
     public var line: Int
+    /// What only some manifests state; nil when none of it is.
+    private var details: OutOfLine<EntryDetails>?
+
+    /// Expected size in bytes, when the manifest format can state it.
+    public var size: UInt64? {
+        get { details?.value.size }
+        set { updateDetails { $0.size = newValue } }
+    }
+    /// Expected SHA-256 as lowercase hex, when the manifest format can state it.
+    public var sha256: String? {
+        get { details?.value.sha256 }
+        set { updateDetails { $0.sha256 = newValue } }
+    }
+    /// Extra request headers for this file.
+    public var headers: [String: String] {
+        get { details?.value.headers ?? [:] }
+        set { updateDetails { $0.headers = newValue } }
+    }
+    /// Modification time the manifest states (JSON/YAML `mtime`, RSS `pubDate`), if any.
+    public var modified: Date? {
+        get { details?.value.modified }
+        set { updateDetails { $0.modified = newValue } }
+    }
 
     public init(
         path: EntryPath,
@@ -33,10 +48,41 @@ public struct ManifestEntry: Sendable, Hashable {
     ) {
         self.path = path
         self.urlString = url.absoluteString
-        self.size = size
-        self.sha256 = sha256
-        self.headers = headers
-        self.modified = modified
         self.line = line
+        updateDetails { details in
+            details = EntryDetails(size: size, sha256: sha256, headers: headers, modified: modified)
+        }
+    }
+
+    /// Keeps `details` nil whenever nothing is stated, so equal entries compare equal.
+    private mutating func updateDetails(_ change: (inout EntryDetails) -> Void) {
+        var value = details?.value ?? EntryDetails()
+        change(&value)
+        details = value == EntryDetails() ? nil : OutOfLine(value)
+    }
+}
+
+/// The fields of an entry that plain-text manifests never state. Kept behind one pointer, they
+/// cost a plain-text entry 8 bytes instead of 56.
+private struct EntryDetails: Sendable, Hashable {
+    var size: UInt64?
+    var sha256: String?
+    var headers: [String: String] = [:]
+    var modified: Date?
+}
+
+/// A value stored on the heap behind one pointer, with value semantics (an indirect case is an
+/// immutable box: changing the value stores a new one).
+private indirect enum OutOfLine<Value: Sendable & Hashable>: Sendable, Hashable {
+    case boxed(Value)
+
+    init(_ value: Value) {
+        self = .boxed(value)
+    }
+
+    var value: Value {
+        switch self {
+        case .boxed(let value): value
+        }
     }
 }

@@ -1,45 +1,40 @@
 /// Accepts entries one at a time and rejects any whose path clashes with an
 /// earlier one, so every manifest format enforces the same rules.
 struct ManifestEntryCollector {
-    /// What an earlier entry made of a path.
-    private enum Claim {
-        case file(line: Int)
-        /// A directory, with the first entry placed inside it, to name it in messages.
-        case directory(line: Int, inside: EntryPath)
-    }
-
     private(set) var entries: [ManifestEntry] = []
-    private var claims: [EntryPath: Claim] = [:]
+    /// Each file path taken so far → the index of its entry (its line and path are there).
+    /// One small value per entry: a manifest may hold 100,000 of them.
+    private var files: [EntryPath: Int] = [:]
+    /// Each directory implied so far → the index of the first entry placed inside it, to name in messages.
+    private var directories: [EntryPath: Int] = [:]
 
     init(expectedCount: Int = 0) {
         entries.reserveCapacity(expectedCount)
-        claims.reserveCapacity(expectedCount)
+        files.reserveCapacity(expectedCount)
     }
 
     mutating func add(_ entry: ManifestEntry) throws(ManifestProblem) {
         let path = entry.path
-        switch claims[path] {
-        case .file(let line):
-            throw ManifestProblem(reason: "duplicate path \(Self.quoted(path)) (first defined on line \(line))")
-        case .directory(let line, let inside):
-            throw ManifestProblem(reason: "path \(Self.quoted(path)) is a file here, but line \(line) uses it as a directory (\(Self.quoted(inside)))")
-        case nil:
-            break
+        if let first = files[path] {
+            throw ManifestProblem(reason: "duplicate path \(Self.quoted(path)) (first defined on line \(entries[first].line))")
+        }
+        if let inside = directories[path] {
+            let user = entries[inside]
+            throw ManifestProblem(reason: "path \(Self.quoted(path)) is a file here, but line \(user.line) uses it as a directory (\(Self.quoted(user.path)))")
         }
         // Deepest first: once an ancestor is a known directory, so are all of its own ancestors.
         var newDirectories: [EntryPath] = []
         for depth in stride(from: path.components.count - 1, to: 0, by: -1) {
             let ancestor = EntryPath(trustedComponents: path.components.prefix(depth))
-            let claim = claims[ancestor]
-            if case .file(let line) = claim {
-                throw ManifestProblem(reason: "path \(Self.quoted(path)) needs \(Self.quoted(ancestor)) to be a directory, but line \(line) defines it as a file")
+            if let file = files[ancestor] {
+                throw ManifestProblem(reason: "path \(Self.quoted(path)) needs \(Self.quoted(ancestor)) to be a directory, but line \(entries[file].line) defines it as a file")
             }
-            if claim != nil { break }
+            if directories[ancestor] != nil { break }
             newDirectories.append(ancestor)
         }
-        claims[path] = .file(line: entry.line)
+        files[path] = entries.count
         for directory in newDirectories {
-            claims[directory] = .directory(line: entry.line, inside: path)
+            directories[directory] = entries.count
         }
         entries.append(entry)
     }

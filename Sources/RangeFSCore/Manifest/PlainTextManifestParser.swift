@@ -11,7 +11,7 @@ struct PlainTextManifestParser {
 
     func parse(_ text: String) throws(ManifestError) -> Manifest {
         let lines = Self.lines(of: text)
-        var collector = ManifestEntryCollector(expectedCount: lines.count)
+        var collector = ManifestEntryCollector(expectedCount: lines.countUpperBound)
         for (index, rawLine) in lines.enumerated() {
             let lineNumber = index + 1
             do throws(ManifestProblem) {
@@ -26,18 +26,8 @@ struct PlainTextManifestParser {
     }
 
     /// Lines without their terminators, accepting LF or CRLF and dropping a leading byte-order mark.
-    static func lines(of text: String) -> [Substring] {
-        var body = Substring(text)
-        if body.unicodeScalars.first == "\u{FEFF}" {
-            body = body[body.unicodeScalars.index(after: body.startIndex)...]
-        }
-        // Split the bytes: as Characters, "\r\n" is one unit that never equals "\n".
-        var lines = body.utf8.split(separator: ASCII.newline, omittingEmptySubsequences: false).map { line in
-            Substring(line.last == ASCII.carriageReturn ? line.dropLast() : line)
-        }
-        // A final newline ends the last line; it does not start another.
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        return lines
+    static func lines(of text: String) -> TextLines {
+        TextLines(text)
     }
 
     /// The entry on one line, or nil for a blank line or a comment.

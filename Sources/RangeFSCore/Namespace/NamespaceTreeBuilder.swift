@@ -21,9 +21,10 @@ struct NamespaceTreeBuilder {
 
     init(entries: [ManifestEntry]) {
         precondition(entries.count < Int(Int32.max) / 2, "too many entries for one namespace")
-        nodes.reserveCapacity(entries.count + 1)
-        // Plain-text manifests name files with about as many bytes as their paths have per entry.
-        names = NodeNames(expectedBytes: entries.count * 16)
+        // Room for every file, and directories to spare: growing would double the array.
+        nodes.reserveCapacity(entries.count + entries.count / 8 + 1)
+        let fileNameBytes = entries.reduce(0) { $0 + ($1.path.components.last?.utf8.count ?? 0) }
+        names = NodeNames(expectedBytes: fileNameBytes + fileNameBytes / 8)
         for (entryIndex, entry) in entries.enumerated() {
             var parent = Self.rootIndex
             for directory in entry.path.components.dropLast() {

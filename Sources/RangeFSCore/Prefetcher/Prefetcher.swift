@@ -67,7 +67,7 @@ public final class Prefetcher: Sendable {
     private static func pendingEntries(of catalog: FileCatalog) -> [Int] {
         let entries = catalog.manifest.entries
         var seen = Set<String>()
-        return catalog.activeEntries.filter { seen.insert(entries[$0].url.absoluteString).inserted }
+        return catalog.activeEntries.filter { seen.insert(entries[$0].urlString).inserted }
     }
 
     /// The manifest was refreshed: walk the new one from its start.
@@ -189,7 +189,7 @@ public final class Prefetcher: Sendable {
     /// Pinned entries first; one that is complete (or whose blocks are all on their way) leaves the list.
     private func startNextUrgent() -> Bool {
         for index in state.withLock({ $0.urgent }) {
-            let key = catalog.manifest.entries[index].url.absoluteString
+            let key = catalog.manifest.entries[index].urlString
             guard !isResting(key) else { continue }
             guard let file = catalog.knownFile(forEntry: index) else {
                 catalog.file(forEntry: index, priority: .background) { [self] result in finished(key, succeeded: result.isSuccess) }
@@ -218,7 +218,7 @@ public final class Prefetcher: Sendable {
                 state.cursor %= state.pending.count
                 return state.pending[state.cursor]
             }) else { return false }
-            let key = catalog.manifest.entries[index].url.absoluteString
+            let key = catalog.manifest.entries[index].urlString
             if isResting(key) {
                 advance(past: index, remove: false)
                 continue
