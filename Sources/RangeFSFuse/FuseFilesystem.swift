@@ -193,13 +193,22 @@ public final class FuseFilesystem: Sendable {
         let namespace = current.namespace
         guard let node = namespace.node(inode), node.isDirectory else { return request.reply(error: ENOTDIR) }
         let children = namespace.children(of: inode)
-        var names: [(String, InodeNumber, mode_t)] = [(".", inode, S_IFDIR), ("..", node.parent, S_IFDIR)]
-        names += children.map { ($0.name, $0.inode, $0.isDirectory ? S_IFDIR : S_IFREG) }
+        // Offset n lists the n-th name: "." and ".." first, then the children. Each call makes
+        // only the nodes it lists, since a directory may hold tens of thousands.
+        func listed(_ index: Int) -> (name: String, inode: InodeNumber, mode: mode_t) {
+            switch index {
+            case 0: return (".", inode, S_IFDIR)
+            case 1: return ("..", node.parent, S_IFDIR)
+            default:
+                let child = children[children.startIndex + index - 2]
+                return (child.name, child.inode, child.isDirectory ? S_IFDIR : S_IFREG)
+            }
+        }
         var buffer = [CChar](repeating: 0, count: size)
         var used = 0
         var index = max(0, offset)
-        while index < names.count {
-            let (name, childInode, mode) = names[index]
+        while index < 2 + children.count {
+            let (name, childInode, mode) = listed(index)
             var attributes = stat()
             attributes.st_ino = ino_t(childInode)
             attributes.st_mode = mode
