@@ -310,6 +310,24 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(entry.hashValue == copy.hashValue)
     let dated = ManifestEntry(path: path, url: url, sha256: "ab", modified: Date(timeIntervalSince1970: 5), line: 1)
     #expect(dated.sha256 == "ab" && dated.modified == Date(timeIntervalSince1970: 5))
-    // Plain-text manifests state none of the details: an entry stays five words.
-    #expect(MemoryLayout<ManifestEntry>.stride <= 40)
+    // Plain-text manifests state none of the details: an entry stays six words (path, URL, line, details).
+    #expect(MemoryLayout<ManifestEntry>.stride <= 48)
+}
+
+@Test func entryPathPartsAndByteEquality() throws {
+    let path = try EntryPath(validating: "a/b c/d.mp3")
+    #expect(path.lastComponent == "d.mp3")
+    #expect(path.enclosingDirectories.map(\.description) == ["a/b c", "a"])
+    #expect(path.enclosingDirectories.map(\.components) == [["a", "b c"], ["a"]])
+    #expect(try EntryPath(validating: "top.mp3").enclosingDirectories.map(\.description) == [])
+    #expect(try EntryPath(validating: "top.mp3").lastComponent == "top.mp3")
+    #expect(EntryPath(trustedComponents: ["a", "b c", "d.mp3"]) == path)
+    #expect(EntryPath(trustedComponents: ["a", "b c", "d.mp3"]).hashValue == path.hashValue)
+    #expect(path.enclosingDirectories.first(where: { _ in true }) == EntryPath(trustedComponents: ["a", "b c"]))
+    // Canonically equivalent, different bytes: different paths, also as dictionary keys.
+    let composed = try EntryPath(validating: "d/caf\u{E9}")
+    let decomposed = try EntryPath(validating: "d/cafe\u{301}")
+    #expect(composed != decomposed)
+    #expect(Set([composed, decomposed]).count == 2)
+    #expect(try EntryPath(validating: "ab") != EntryPath(validating: "a/b"))
 }

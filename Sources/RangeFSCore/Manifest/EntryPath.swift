@@ -7,7 +7,9 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
     /// Longest component Linux accepts (NAME_MAX).
     public static let maxComponentBytes = 255
 
-    public let components: [String]
+    /// The components joined by "/". One string rather than an array of them: a manifest may
+    /// hold 100,000 paths, and a path of up to 15 bytes then needs no allocation at all.
+    private let text: String
 
     public init(validating string: String) throws(EntryPathError) {
         guard !string.isEmpty else { throw EntryPathError(reason: "path is empty") }
@@ -19,13 +21,12 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
             throw EntryPathError(reason: "path \(DisplayText.quoted(string)) ends with '/'")
         }
         // Split the bytes, not Characters: a combining mark after "/" must not hide the separator.
-        let parts = bytes.split(separator: ASCII.slash, omittingEmptySubsequences: false)
-        for part in parts {
+        for part in bytes.split(separator: ASCII.slash, omittingEmptySubsequences: false) {
             if let problem = Self.problem(withComponent: part) {
                 throw EntryPathError(reason: "path \(DisplayText.quoted(string)) \(problem)")
             }
         }
-        self.components = parts.map { String(Substring($0)) }
+        self.text = string
     }
 
     /// A one-component path, for names that must not be split at "/" (such as a name taken from a URL).
@@ -37,28 +38,49 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
         if let problem = Self.problem(withComponent: Substring(name).utf8) {
             throw EntryPathError(reason: "name \(DisplayText.quoted(name)) \(problem)")
         }
-        self.components = [name]
+        self.text = name
     }
 
     /// For components already validated, such as the directory prefixes of a valid path.
     init(trustedComponents: some Sequence<String>) {
-        self.components = Array(trustedComponents)
+        self.text = trustedComponents.joined(separator: "/")
     }
 
-    public var description: String { components.joined(separator: "/") }
+    /// The names from the top of the mount down: ["a", "b.mp3"] for "a/b.mp3".
+    public var components: [String] {
+        text.utf8.split(separator: ASCII.slash).map { String(Substring($0)) }
+    }
 
+    /// The file's own name, the last component.
+    public var lastComponent: String {
+        guard let slash = text.utf8.lastIndex(of: ASCII.slash) else { return text }
+        return String(text[text.utf8.index(after: slash)...])
+    }
+
+    /// The directories the path lies in, deepest first: "a/b", then "a" for "a/b/c.mp3".
+    var enclosingDirectories: some Sequence<EntryPath> {
+        sequence(state: Substring(text)) { rest -> EntryPath? in
+            guard let slash = rest.utf8.lastIndex(of: ASCII.slash) else { return nil }
+            rest = rest[..<slash]
+            return EntryPath(trustedText: String(rest))
+        }
+    }
+
+    private init(trustedText: String) {
+        self.text = trustedText
+    }
+
+    public var description: String { text }
+
+    /// Byte for byte: components never hold "/", so equal texts are equal component lists.
     public static func == (lhs: EntryPath, rhs: EntryPath) -> Bool {
-        lhs.components.count == rhs.components.count
-            && zip(lhs.components, rhs.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+        lhs.text.utf8.elementsEqual(rhs.text.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(components.count)
-        for component in components {
-            var component = component
-            component.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-            hasher.combine(0xFF as UInt8)  // never occurs in UTF-8, so it separates components
-        }
+        var text = text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(0xFF as UInt8)  // never occurs in UTF-8, so it ends the path
     }
 
     /// What is wrong with one component, phrased to follow "path 'x' ", or nil if it is fine.

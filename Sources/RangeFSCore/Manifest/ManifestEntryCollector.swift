@@ -24,8 +24,7 @@ struct ManifestEntryCollector {
         }
         // Deepest first: once an ancestor is a known directory, so are all of its own ancestors.
         var newDirectories: [EntryPath] = []
-        for depth in stride(from: path.components.count - 1, to: 0, by: -1) {
-            let ancestor = EntryPath(trustedComponents: path.components.prefix(depth))
+        for ancestor in path.enclosingDirectories {
             if let file = files[ancestor] {
                 throw ManifestProblem(reason: "path \(Self.quoted(path)) needs \(Self.quoted(ancestor)) to be a directory, but line \(entries[file].line) defines it as a file")
             }

@@ -29,7 +29,6 @@ struct NamespaceNumbering {
         var childOrder = children.order
         inodeIndex = InodeIndex(capacity: draft.count)
         nodes.reserveCapacity(draft.count)
-        var allocator = StableInodeAllocator(expectedCount: draft.count)
         append(StoredNode(inode: Namespace.rootInode, parent: 0, name: .empty, kind: .directory(children: 0..<0)))
 
         // Directory by directory, depth first, children in byte order: the order depends
@@ -56,7 +55,10 @@ struct NamespaceNumbering {
                 previous = node.name
                 let childHash = names.pathHash(hash, appending: node.name)
                 let kind: StoredNode.Kind = node.entryIndex.map { .file(entryIndex: $0) } ?? .directory(children: 0..<0)
-                append(StoredNode(inode: allocator.allocate(for: childHash), parent: position, name: node.name, kind: kind))
+                let inode = StableInodeAllocator.inode(for: childHash) { inode in
+                    inodeIndex.position(of: inode) { nodes[$0].inode } != nil
+                }
+                append(StoredNode(inode: inode, parent: position, name: node.name, kind: kind))
                 if node.isDirectory { directories.append((child, Int32(nodes.count - 1), childHash)) }
             }
             nodes[Int(position)].kind = .directory(children: first..<Int32(nodes.count))

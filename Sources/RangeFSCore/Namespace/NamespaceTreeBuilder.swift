@@ -23,15 +23,16 @@ struct NamespaceTreeBuilder {
         precondition(entries.count < Int(Int32.max) / 2, "too many entries for one namespace")
         // Room for every file, and directories to spare: growing would double the array.
         nodes.reserveCapacity(entries.count + entries.count / 8 + 1)
-        let fileNameBytes = entries.reduce(0) { $0 + ($1.path.components.last?.utf8.count ?? 0) }
+        let fileNameBytes = entries.reduce(0) { $0 + $1.path.lastComponent.utf8.count }
         names = NodeNames(expectedBytes: fileNameBytes + fileNameBytes / 8)
         for (entryIndex, entry) in entries.enumerated() {
             var parent = Self.rootIndex
-            for directory in entry.path.components.dropLast() {
+            let components = entry.path.components
+            for directory in components.dropLast() {
                 parent = directoryIndex(parent: parent, name: directory)
             }
             // Validated paths are never empty; a file without a name is no file.
-            guard let name = entry.path.components.last else { continue }
+            guard let name = components.last else { continue }
             nodes.append(DraftNode(parent: parent, name: names.append(name), entryIndex: Int32(entryIndex)))
         }
     }

@@ -7,21 +7,16 @@ struct StableInodeAllocator {
     /// 0 is never a valid inode and 1 belongs to the root.
     static let firstFreeInode: UInt64 = 2
 
-    private var taken: Set<InodeNumber> = []
-
-    init(expectedCount: Int = 0) {
-        taken.reserveCapacity(expectedCount)
-    }
-
-    /// Call in an order that does not depend on the manifest (such as sorted paths), so
-    /// that a hash collision (astronomically rare) resolves the same way on every mount:
-    /// the later path takes the next free number.
-    mutating func allocate(for path: PathHash) -> InodeNumber {
-        var inode = path.value & Self.inodeMask
-        while inode < Self.firstFreeInode || taken.contains(inode) {
-            inode = (inode &+ 1) & Self.inodeMask
+    /// The number for `path`: its hash, or the next number up that `isTaken` says is free.
+    /// Call in an order that does not depend on the manifest (such as sorted paths), and record
+    /// each number before asking for the next, so that a hash collision (astronomically rare)
+    /// resolves the same way on every mount: the later path takes the next free number.
+    /// The caller keeps the taken numbers: the namespace's own inode table already holds them.
+    static func inode(for path: PathHash, isTaken: (InodeNumber) -> Bool) -> InodeNumber {
+        var inode = path.value & inodeMask
+        while inode < firstFreeInode || isTaken(inode) {
+            inode = (inode &+ 1) & inodeMask
         }
-        taken.insert(inode)
         return inode
     }
 }
