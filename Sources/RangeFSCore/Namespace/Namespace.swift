@@ -9,7 +9,7 @@ public final class Namespace: Sendable {
     /// Position 0 is the root; each directory's children are contiguous, in byte order of their names.
     private let nodes: ContiguousArray<NamespaceNumbering.StoredNode>
     private let names: NodeNames
-    private let inodeIndex: InodeIndex
+    private let inodeIndex: PositionTable
     public let fileCount: Int
     /// Includes the root.
     public let directoryCount: Int
@@ -91,7 +91,7 @@ public final class Namespace: Sendable {
     }
 
     private func position(of inode: InodeNumber) -> Int? {
-        inodeIndex.position(of: inode) { nodes[$0].inode }
+        NamespaceNumbering.position(of: inode, in: inodeIndex, nodes)
     }
 }
 

@@ -20,14 +20,15 @@ struct NamespaceNumbering {
     static let rootPosition = 0
 
     private(set) var nodes: ContiguousArray<StoredNode> = []
-    private(set) var inodeIndex: InodeIndex
+    /// Finds a node's position from its inode number.
+    private(set) var inodeIndex: PositionTable
 
     init(tree: NamespaceTreeBuilder) {
         let draft = tree.nodes
         let names = tree.names
         let children = Self.childrenByDirectory(draft)
         var childOrder = children.order
-        inodeIndex = InodeIndex(capacity: draft.count)
+        inodeIndex = PositionTable(capacity: draft.count)
         nodes.reserveCapacity(draft.count)
         append(StoredNode(inode: Namespace.rootInode, parent: 0, name: .empty, kind: .directory(children: 0..<0)))
 
@@ -56,7 +57,7 @@ struct NamespaceNumbering {
                 let childHash = names.pathHash(hash, appending: node.name)
                 let kind: StoredNode.Kind = node.entryIndex.map { .file(entryIndex: $0) } ?? .directory(children: 0..<0)
                 let inode = StableInodeAllocator.inode(for: childHash) { inode in
-                    inodeIndex.position(of: inode) { nodes[$0].inode } != nil
+                    Self.position(of: inode, in: inodeIndex, nodes) != nil
                 }
                 append(StoredNode(inode: inode, parent: position, name: node.name, kind: kind))
                 if node.isDirectory { directories.append((child, Int32(nodes.count - 1), childHash)) }
@@ -69,7 +70,17 @@ struct NamespaceNumbering {
 
     private mutating func append(_ node: StoredNode) {
         nodes.append(node)
-        inodeIndex.insert(node.inode, at: nodes.count - 1)
+        inodeIndex.insert(nodes.count - 1, hash: Self.hash(node.inode)) { [nodes] in Self.hash(nodes[$0].inode) }
+    }
+
+    /// Inode numbers are hashes of paths already: their low bits spread evenly over the slots.
+    static func hash(_ inode: InodeNumber) -> Int {
+        Int(truncatingIfNeeded: inode)
+    }
+
+    static func position(of inode: InodeNumber, in index: PositionTable,
+                         _ nodes: ContiguousArray<StoredNode>) -> Int? {
+        index.first(hash: hash(inode)) { nodes[$0].inode == inode }
     }
 
     /// Each directory's draft children, grouped (not yet ordered) by a counting sort: one array
