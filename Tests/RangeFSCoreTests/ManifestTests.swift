@@ -310,8 +310,9 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(entry.hashValue == copy.hashValue)
     let dated = ManifestEntry(path: path, url: url, sha256: "ab", modified: Date(timeIntervalSince1970: 5), line: 1)
     #expect(dated.sha256 == "ab" && dated.modified == Date(timeIntervalSince1970: 5))
-    // Plain-text manifests state none of the details: an entry stays six words (path, URL, line, details).
-    #expect(MemoryLayout<ManifestEntry>.stride <= 48)
+    // Plain-text manifests state none of the details: an entry stays eight words (path 2,
+    // URL prefix and rest 4, line, details).
+    #expect(MemoryLayout<ManifestEntry>.stride <= 64)
 }
 
 @Test func entryPathPartsAndByteEquality() throws {
@@ -330,4 +331,34 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(composed != decomposed)
     #expect(Set([composed, decomposed]).count == 2)
     #expect(try EntryPath(validating: "ab") != EntryPath(validating: "a/b"))
+}
+
+@Test func urlTextSplitsAtTheLastSlashAndComparesBytes() throws {
+    let texts = ["http://h/a/b.mp3", "http://h/a/", "nohost", "", "http://h/a/b.mp3?q=1/2", "http://h/caf\u{E9}/x"]
+    for text in texts {
+        #expect(SharedPrefixText(text).description == text)
+        #expect(SharedPrefixText(text) == SharedPrefixText(text))
+        #expect(SharedPrefixText(text).hashValue == SharedPrefixText(text).hashValue)
+    }
+    #expect(SharedPrefixText("http://h/caf\u{E9}/x") != SharedPrefixText("http://h/cafe\u{301}/x"))
+    #expect(SharedPrefixText("http://h/a/bc") != SharedPrefixText("http://h/a/b/c"))
+    var prefixes = SharedPrefixes()
+    var first = SharedPrefixText("http://h/caf\u{E9}/1.mp3")
+    var second = SharedPrefixText("http://h/cafe\u{301}/1.mp3")
+    first.sharePrefix(in: &prefixes)
+    second.sharePrefix(in: &prefixes)
+    // Sharing never merges prefixes that differ in their bytes.
+    #expect(first.description == "http://h/caf\u{E9}/1.mp3")
+    #expect(second.description == "http://h/cafe\u{301}/1.mp3")
+}
+
+@Test func parsedEntriesKeepTheirURLText() throws {
+    let text = (0..<300).map { "d\($0 % 3)/f\($0).mp3\thttp://h/album \($0 % 3)/f\($0).mp3".replacingOccurrences(of: " ", with: "%20") }
+    let manifest = try Manifest.parsePlainText(text.joined(separator: "\n"), source: "m.txt")
+    #expect(manifest.entries.count == 300)
+    for (index, entry) in manifest.entries.enumerated() {
+        #expect(entry.urlString == "http://h/album%20\(index % 3)/f\(index).mp3")
+        #expect(entry.url.absoluteString == entry.urlString)
+        #expect(entry.urlText == SharedPrefixText(entry.urlString))
+    }
 }

@@ -6,10 +6,11 @@ public struct ManifestEntry: Sendable, Hashable {
     public var path: EntryPath
     /// The URL as text: a manifest may hold 100,000 entries, and a `URL` costs several times
     /// the bytes of its text. `url` rebuilds one when it is needed.
-    public private(set) var urlString: String
+    public private(set) var urlText: SharedPrefixText
+    public var urlString: String { urlText.description }
     public var url: URL {
         get { URL(string: urlString)! }
-        set { urlString = newValue.absoluteString }
+        set { urlText = SharedPrefixText(newValue.absoluteString) }
     }
     /// 1-based line in the manifest, for messages.
     public var line: Int
@@ -47,11 +48,17 @@ public struct ManifestEntry: Sendable, Hashable {
         line: Int
     ) {
         self.path = path
-        self.urlString = url.absoluteString
+        self.urlText = SharedPrefixText(url.absoluteString)
         self.line = line
         updateDetails { details in
             details = EntryDetails(size: size, sha256: sha256, headers: headers, modified: modified)
         }
+    }
+
+    /// Makes the URL hold the copy of its prefix that `prefixes` keeps: entries of one manifest
+    /// then share their common URL prefixes instead of each holding its own.
+    mutating func sharePrefixes(in prefixes: inout SharedPrefixes) {
+        urlText.sharePrefix(in: &prefixes)
     }
 
     /// Keeps `details` nil whenever nothing is stated, so equal entries compare equal.

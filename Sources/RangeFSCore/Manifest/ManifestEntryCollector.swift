@@ -8,6 +8,7 @@ struct ManifestEntryCollector {
     private var files: PositionTable
     /// Each directory implied so far → the index of the first entry placed inside it, to name in messages.
     private var directories: [EntryPath: Int] = [:]
+    private var prefixes = SharedPrefixes()
 
     init(expectedCount: Int = 0) {
         entries.reserveCapacity(expectedCount)
@@ -15,6 +16,7 @@ struct ManifestEntryCollector {
     }
 
     mutating func add(_ entry: ManifestEntry) throws(ManifestProblem) {
+        var entry = entry
         let path = entry.path
         if let first = fileEntryIndex(at: path) {
             throw ManifestProblem(reason: "duplicate path \(Self.quoted(path)) (first defined on line \(entries[first].line))")
@@ -36,6 +38,7 @@ struct ManifestEntryCollector {
         for directory in newDirectories {
             directories[directory] = entries.count
         }
+        entry.sharePrefixes(in: &prefixes)
         entries.append(entry)
     }
 

@@ -66,8 +66,18 @@ public final class Prefetcher: Sendable {
     /// The current manifest's entries, one per URL, in order.
     private static func pendingEntries(of catalog: FileCatalog) -> [Int] {
         let entries = catalog.manifest.entries
-        var seen = Set<String>()
-        return catalog.activeEntries.filter { seen.insert(entries[$0].urlString).inserted }
+        let active = catalog.activeEntries
+        // Positions in `active` of the URLs seen so far: no set of 100,000 URL strings.
+        var seen = PositionTable(capacity: active.count)
+        func urlHash(at position: Int) -> Int { entries[active[position]].urlText.hashValue }
+        var pending: [Int] = []
+        for (position, index) in active.enumerated() {
+            let url = entries[index].urlText
+            guard seen.first(hash: url.hashValue, where: { entries[active[$0]].urlText == url }) == nil else { continue }
+            seen.insert(position, hash: url.hashValue, hashAt: urlHash)
+            pending.append(index)
+        }
+        return pending
     }
 
     /// The manifest was refreshed: walk the new one from its start.
