@@ -89,8 +89,10 @@ static void amend_init(char *arg, size_t size) {
     (void)size;
     store32(arg, INIT_OUT_FLAGS, load32(arg, INIT_OUT_FLAGS) | INIT_EXT);
     store32(arg, INIT_OUT_FLAGS2, load32(arg, INIT_OUT_FLAGS2) | INIT2_PASSTHROUGH);
-    /* The cache files live on an ordinary filesystem: one level of stacking. */
-    store32(arg, INIT_OUT_MAX_STACK_DEPTH, 1);
+    /* The kernel's limit (FILESYSTEM_MAX_STACK_DEPTH), so that a cache directory on a stacked
+       filesystem such as overlayfs (containers) still qualifies; the price is that nothing
+       stacks on top of this mount in turn. */
+    store32(arg, INIT_OUT_MAX_STACK_DEPTH, 2);
     atomic_store(&enabled, true);
 }
 
