@@ -310,9 +310,9 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(entry.hashValue == copy.hashValue)
     let dated = ManifestEntry(path: path, url: url, sha256: "ab", modified: Date(timeIntervalSince1970: 5), line: 1)
     #expect(dated.sha256 == "ab" && dated.modified == Date(timeIntervalSince1970: 5))
-    // Plain-text manifests state none of the details: an entry stays eight words (path 2,
-    // URL prefix and rest 4, line, details).
-    #expect(MemoryLayout<ManifestEntry>.stride <= 64)
+    // Plain-text manifests state none of the details: an entry stays ten words (path and URL,
+    // each a prefix and a rest, 8; line; details).
+    #expect(MemoryLayout<ManifestEntry>.stride <= 80)
 }
 
 @Test func entryPathPartsAndByteEquality() throws {
@@ -331,6 +331,10 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(composed != decomposed)
     #expect(Set([composed, decomposed]).count == 2)
     #expect(try EntryPath(validating: "ab") != EntryPath(validating: "a/b"))
+    let deep = try EntryPath(validating: "x/y\u{301}/z/w.mp3")
+    #expect(deep.enclosingDirectories.map(\.description) == ["x/y\u{301}/z", "x/y\u{301}", "x"])
+    #expect(deep.components == ["x", "y\u{301}", "z", "w.mp3"])
+    #expect(deep.lastComponent == "w.mp3")
 }
 
 @Test func urlTextSplitsAtTheLastSlashAndComparesBytes() throws {
@@ -361,4 +365,17 @@ func credentialsNeverAppearInMessages(_ text: String) {
         #expect(entry.url.absoluteString == entry.urlString)
         #expect(entry.urlText == SharedPrefixText(entry.urlString))
     }
+}
+
+@Test func sameUTF8ComparesBytes() {
+    #expect("caf\u{E9}".hasSameUTF8(as: "caf\u{E9}"))
+    #expect(!"caf\u{E9}".hasSameUTF8(as: "cafe\u{301}"))
+    #expect("".hasSameUTF8(as: ""))
+    #expect(!"a".hasSameUTF8(as: "ab"))
+    #expect(!"ab".hasSameUTF8(as: "ac"))
+    let long = String(repeating: "x", count: 40)
+    #expect(long.hasSameUTF8(as: String(repeating: "x", count: 40)))
+    #expect(!long.hasSameUTF8(as: String(repeating: "x", count: 39) + "y"))
+    // A bridged or substring-made copy compares by its bytes too.
+    #expect(String(Substring("zcaf\u{E9}").dropFirst()).hasSameUTF8(as: "caf\u{E9}"))
 }

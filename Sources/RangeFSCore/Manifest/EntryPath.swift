@@ -7,9 +7,10 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
     /// Longest component Linux accepts (NAME_MAX).
     public static let maxComponentBytes = 255
 
-    /// The components joined by "/". One string rather than an array of them: a manifest may
-    /// hold 100,000 paths, and a path of up to 15 bytes then needs no allocation at all.
-    private let text: String
+    /// The components joined by "/", kept as the directories' part and the name: a manifest may
+    /// hold 100,000 paths, whose entries then share the directories' part, and a name of up to
+    /// 15 bytes needs no allocation at all.
+    private var text: SharedPrefixText
 
     public init(validating string: String) throws(EntryPathError) {
         guard !string.isEmpty else { throw EntryPathError(reason: "path is empty") }
@@ -26,7 +27,7 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
                 throw EntryPathError(reason: "path \(DisplayText.quoted(string)) \(problem)")
             }
         }
-        self.text = string
+        self.text = SharedPrefixText(string)
     }
 
     /// A one-component path, for names that must not be split at "/" (such as a name taken from a URL).
@@ -38,49 +39,51 @@ public struct EntryPath: Sendable, Hashable, CustomStringConvertible {
         if let problem = Self.problem(withComponent: Substring(name).utf8) {
             throw EntryPathError(reason: "name \(DisplayText.quoted(name)) \(problem)")
         }
-        self.text = name
+        self.text = SharedPrefixText(name)
     }
 
     /// For components already validated, such as the directory prefixes of a valid path.
     init(trustedComponents: some Sequence<String>) {
-        self.text = trustedComponents.joined(separator: "/")
+        self.text = SharedPrefixText(trustedComponents.joined(separator: "/"))
     }
 
     /// The names from the top of the mount down: ["a", "b.mp3"] for "a/b.mp3".
     public var components: [String] {
-        text.utf8.split(separator: ASCII.slash).map { String(Substring($0)) }
+        description.utf8.split(separator: ASCII.slash).map { String(Substring($0)) }
     }
 
     /// The file's own name, the last component.
-    public var lastComponent: String {
-        guard let slash = text.utf8.lastIndex(of: ASCII.slash) else { return text }
-        return String(text[text.utf8.index(after: slash)...])
-    }
+    public var lastComponent: String { text.rest }
 
     /// The directories the path lies in, deepest first: "a/b", then "a" for "a/b/c.mp3".
     var enclosingDirectories: some Sequence<EntryPath> {
-        sequence(state: Substring(text)) { rest -> EntryPath? in
-            guard let slash = rest.utf8.lastIndex(of: ASCII.slash) else { return nil }
-            rest = rest[..<slash]
-            return EntryPath(trustedText: String(rest))
+        // The prefix is "" or ends with "/": "a/b/", then "a/".
+        sequence(state: Substring(text.prefix)) { pending -> EntryPath? in
+            guard pending.utf8.last == ASCII.slash else { return nil }
+            let directory = pending[..<pending.utf8.index(before: pending.utf8.endIndex)]
+            pending = directory.utf8.lastIndex(of: ASCII.slash).map { directory[...$0] } ?? ""
+            return EntryPath(trustedText: String(directory))
         }
     }
 
     private init(trustedText: String) {
-        self.text = trustedText
+        self.text = SharedPrefixText(trustedText)
     }
 
-    public var description: String { text }
+    public var description: String { text.description }
 
     /// Byte for byte: components never hold "/", so equal texts are equal component lists.
     public static func == (lhs: EntryPath, rhs: EntryPath) -> Bool {
-        lhs.text.utf8.elementsEqual(rhs.text.utf8)
+        lhs.text == rhs.text
     }
 
     public func hash(into hasher: inout Hasher) {
-        var text = text
-        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        hasher.combine(0xFF as UInt8)  // never occurs in UTF-8, so it ends the path
+        hasher.combine(text)
+    }
+
+    /// Takes the copy of its directories' part that `prefixes` holds (see `SharedPrefixText`).
+    mutating func sharePrefix(in prefixes: inout SharedPrefixes) {
+        text.sharePrefix(in: &prefixes)
     }
 
     /// What is wrong with one component, phrased to follow "path 'x' ", or nil if it is fine.

@@ -55,10 +55,11 @@ public struct ManifestEntry: Sendable, Hashable {
         }
     }
 
-    /// Makes the URL hold the copy of its prefix that `prefixes` keeps: entries of one manifest
-    /// then share their common URL prefixes instead of each holding its own.
+    /// Makes the URL and the path hold the copies of their prefixes that `prefixes` keeps:
+    /// entries of one manifest then share their common prefixes instead of each holding its own.
     mutating func sharePrefixes(in prefixes: inout SharedPrefixes) {
         urlText.sharePrefix(in: &prefixes)
+        path.sharePrefix(in: &prefixes)
     }
 
     /// Keeps `details` nil whenever nothing is stated, so equal entries compare equal.

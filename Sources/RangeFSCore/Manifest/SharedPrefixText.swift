@@ -4,8 +4,9 @@
 /// string (see `SharedPrefixes`), each keeps only its rest, which Swift stores inline, with
 /// no allocation, when it has at most 15 bytes.
 public struct SharedPrefixText: Sendable, Hashable, CustomStringConvertible {
-    private var prefix: String
-    private let rest: String
+    /// "" when the text has no "/".
+    private(set) var prefix: String
+    let rest: String
 
     public init(_ text: String) {
         guard let slash = text.utf8.lastIndex(of: ASCII.slash) else {
@@ -22,7 +23,7 @@ public struct SharedPrefixText: Sendable, Hashable, CustomStringConvertible {
 
     /// Byte for byte. The split depends only on the text, so equal texts have equal parts.
     public static func == (lhs: SharedPrefixText, rhs: SharedPrefixText) -> Bool {
-        lhs.rest.utf8.elementsEqual(rhs.rest.utf8) && lhs.prefix.utf8.elementsEqual(rhs.prefix.utf8)
+        lhs.rest.hasSameUTF8(as: rhs.rest) && lhs.prefix.hasSameUTF8(as: rhs.prefix)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -43,17 +44,22 @@ public struct SharedPrefixText: Sendable, Hashable, CustomStringConvertible {
 /// Unicode equivalence: "é" and "e\u{301}" stay apart).
 struct SharedPrefixes {
     private var known: Set<ExactText> = []
+    /// The prefix asked for last: entries in a row mostly share theirs.
+    private var last = ""
 
     /// The copy of `prefix` held here, which the caller should keep instead of its own.
     mutating func shared(_ prefix: String) -> String {
-        known.insert(ExactText(text: prefix)).memberAfterInsert.text
+        if !prefix.hasSameUTF8(as: last) {
+            last = known.insert(ExactText(text: prefix)).memberAfterInsert.text
+        }
+        return last
     }
 
     private struct ExactText: Hashable {
         let text: String
 
         static func == (lhs: ExactText, rhs: ExactText) -> Bool {
-            lhs.text.utf8.elementsEqual(rhs.text.utf8)
+            lhs.text.hasSameUTF8(as: rhs.text)
         }
 
         func hash(into hasher: inout Hasher) {

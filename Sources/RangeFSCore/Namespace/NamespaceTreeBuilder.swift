@@ -54,7 +54,7 @@ struct DirectoryName: Hashable {
     let name: String
 
     static func == (lhs: DirectoryName, rhs: DirectoryName) -> Bool {
-        lhs.parent == rhs.parent && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+        lhs.parent == rhs.parent && lhs.name.hasSameUTF8(as: rhs.name)
     }
 
     func hash(into hasher: inout Hasher) {
