@@ -85,7 +85,7 @@ struct MountCommand: ParsableCommand {
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
 
-    @Flag(inversion: .prefixedNo, help: "Let the kernel read complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root); else every read passes through rangefs.")
+    @Flag(inversion: .prefixedNo, help: "Whether the kernel reads complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root; on by default). With --no-passthrough every read passes through rangefs.")
     var passthrough = true
 
     @Flag(name: [.customShort("f"), .long], help: "Stay in the foreground and log to stderr.")
