@@ -102,17 +102,9 @@ public final class FuseFilesystem: Sendable {
         guard let node = tree.namespace.lookup(parent: parent, name: name) else {
             return request.reply(error: ENOENT)
         }
-        if let index = tree.catalogIndex(of: node), catalog.knownFile(forEntry: index) == nil {
-            // Probably `ls -l` walking a directory too large to probe when opened: find the
-            // sizes of the next names while this one is found, a few at a time.
-            let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)
-            catalog.discoverSizes(ofEntries: next.compactMap(tree.catalogIndex(of:)))
-        }
+        catalog.nameLookedUp(node, in: tree)
         withAttributes(of: node, in: tree, request) { request.reply(entry: $0, timeout: self.attributeTimeout) }
     }
-
-    /// Names after an unprobed one whose sizes are found ahead of their look-ups.
-    static let lookAheadProbes = 8
 
     func getattr(_ request: FuseRequest, inode: InodeNumber) {
         let tree = current
@@ -178,14 +170,7 @@ public final class FuseFilesystem: Sendable {
         let tree = current
         guard let node = tree.namespace.node(inode) else { return request.reply(error: ENOENT) }
         guard node.isDirectory else { return request.reply(error: ENOTDIR) }
-        // A listing is usually followed by a look-up of every name (`ls -l`): find the sizes
-        // of all files of a small directory at once instead of one after another. A large one
-        // (thousands of names) is probed only as its names are looked up (`lookup`), so
-        // listing its names costs no request at all.
-        let children = tree.namespace.children(of: inode)
-        if children.count <= FileCatalog.eagerListingLimit {
-            catalog.discoverSizes(ofEntries: children.compactMap(tree.catalogIndex(of:)))
-        }
+        catalog.directoryOpened(inode, in: tree)
         request.reply(open: info)
     }
 

@@ -189,19 +189,6 @@ public final class FileCatalog: Sendable {
         return probeFailures.withLock { $0[key] }
     }
 
-    /// A directory with at most this many files has the sizes of all of them found when it is
-    /// opened (`ls -l` follows); a larger one only as its files are looked up.
-    public static let eagerListingLimit = 256
-
-    /// Starts size discovery, at listing priority, for entries whose names are about to be
-    /// looked up (the files of a small directory being listed, the next names after one
-    /// looked up). Entries with a known size cost nothing.
-    public func discoverSizes(ofEntries indices: some Sequence<Int>) {
-        for index in indices where knownFile(forEntry: index) == nil {
-            file(forEntry: index, priority: .listing) { _ in }
-        }
-    }
-
     private func probe(_ entry: ManifestEntry, index: Int, attempt: Int = 1) {
         environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
             let key = entry.urlString

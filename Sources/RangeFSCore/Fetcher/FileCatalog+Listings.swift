@@ -1,0 +1,35 @@
+/// Finding sizes ahead of the look-ups that need them. Listing a directory is usually followed
+/// by a look-up of every name in it (`ls -l`), and a probe for each in turn would cost a round
+/// trip per name.
+extension FileCatalog {
+    /// A directory with at most this many files has the sizes of all of them found when it is
+    /// opened; a larger one only as its files are looked up.
+    public static let eagerListingLimit = 256
+
+    /// Names after an unprobed one whose sizes are found ahead of their look-ups.
+    public static let lookAheadProbes = 8
+
+    /// A directory is opened for listing. A small one has the sizes of all its files found at
+    /// once; a large one (thousands of names) costs no request, so listing its names stays cheap.
+    public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree) {
+        let children = tree.namespace.children(of: directory)
+        guard children.count <= Self.eagerListingLimit else { return }
+        discoverSizes(ofEntries: children.compactMap(tree.catalogIndex(of:)))
+    }
+
+    /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory
+    /// too large to probe when opened: the sizes of the next names are found while this one is.
+    public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree) {
+        guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil else { return }
+        let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)
+        discoverSizes(ofEntries: next.compactMap(tree.catalogIndex(of:)))
+    }
+
+    /// Starts size discovery, at listing priority, for entries whose names are about to be
+    /// looked up. Entries with a known size cost nothing.
+    public func discoverSizes(ofEntries indices: some Sequence<Int>) {
+        for index in indices where knownFile(forEntry: index) == nil {
+            file(forEntry: index, priority: .listing) { _ in }
+        }
+    }
+}
