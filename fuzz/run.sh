@@ -33,6 +33,9 @@ sources_for() {
             grep -L -e RemoteClient -e RemoteError "$CORE"/Manifest/*.swift
             echo "$CORE/Remote/ContentRange.swift"
             echo "$CORE/Support/ByteSize.swift"
+            # Compact storage the manifest's entries and clash check are built on.
+            echo "$CORE/Support/PositionTable.swift"
+            echo "$CORE/Support/String+SameBytes.swift"
             ;;
         HeaderFuzzer)
             echo "$CORE/Remote/ContentRange.swift"
