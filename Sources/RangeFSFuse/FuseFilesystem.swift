@@ -89,7 +89,9 @@ public final class FuseFilesystem: Sendable {
         guard let notifier = notifier.withLock({ $0 }) else { return }
         let tree = current
         let entries = catalog.manifest.entries
-        let inodes = catalog.activeEntries.filter { entries[$0].url == url }.compactMap { tree.inode(of: entries[$0].path) }
+        // Compared as text: building a URL for each of 100,000 entries would cost far more.
+        let changed = SharedPrefixText(url.absoluteString)
+        let inodes = catalog.activeEntries.filter { entries[$0].urlText == changed }.compactMap { tree.inode(of: entries[$0].path) }
         DispatchQueue.global().async {
             for inode in inodes { notifier.invalidate(inode: inode) }
         }

@@ -265,8 +265,9 @@ final class CurlMultiLoop {
     /// the gate) whether a reader is waiting.
     private func schedule(paused: Bool) {
         startWaitingBackground(paused: paused)
-        inbox.gate.setForegroundRunning(active.values.contains { !$0.isBackground })
-        holdBackground(paused: paused)
+        let foregroundRunning = active.values.contains { !$0.isBackground }
+        inbox.gate.setForegroundRunning(foregroundRunning)
+        holdBackground(paused || foregroundRunning)
     }
 
     /// A transfer raised to the foreground while it waited starts at once; background ones
@@ -305,8 +306,7 @@ final class CurlMultiLoop {
     /// holds them while background work is paused. libcurl does not count a paused transfer
     /// as stalled. Background transfers also pause themselves from their write callback when
     /// the gate closes (`CurlTransfer.receive`); this lets them go again.
-    private func holdBackground(paused: Bool) {
-        let holdBackground = paused || active.values.contains { !$0.isBackground }
+    private func holdBackground(_ holdBackground: Bool) {
         for (easy, transfer) in active {
             // A transfer raised to the foreground while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
