@@ -623,9 +623,10 @@ public final class CachedFile: Sendable {
         state.invalidated = "remote file changed (\(why))"
         state.lastFailure = state.invalidated
         let failure = FetchError("\(url.redactedForDisplay): remote file changed; open the file again")
-        var actions = failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
-        actions.append(.cachedBytes(-Int64(cachedBytes(of: state.available))))
-        actions.append(.invalidated)
+        // The catalog forgets this version before its readers hear of the change: a reader that
+        // opens the file again at once must find the new version, not this one.
+        var actions: [Action] = [.cachedBytes(-Int64(cachedBytes(of: state.available))), .invalidated]
+        actions += failWaiters(in: &state, overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
         return actions
     }
 
