@@ -76,7 +76,8 @@ extension RangeFSIntegrationTests {
         late.close()
 
         // Passed through, then the server's copy changes and `verify` drops the cached one.
-        let passed = try OpenedFile(path)
+        let daemon = try #require(mount.daemonPids().first, "no daemon process")
+        let passed = try Self.openPassedThrough(path, size: site.size, daemon: daemon)
         let newSum = try site.rewrite("c.bin")
         let verify = mount.rangefs("verify", timeout: 60)
         #expect(verify.stdout.contains("c.bin: changed"), "verify should find the change: \(verify)")
@@ -96,6 +97,26 @@ extension RangeFSIntegrationTests {
         }
         #expect(sum == newSum, "sha256sum after every handle closed reads the new version")
         Check.succeeded(mount.unmount(), "rangefs unmount", mount: mount)
+    }
+}
+
+extension RangeFSIntegrationTests {
+    /// Opens `path` until the handle is passed through: the kernel tells the daemon that earlier
+    /// handles closed a little after close() returns, and until then a new one uses the page cache.
+    /// A passed-through handle reads with the daemon stopped.
+    fileprivate static func openPassedThrough(_ path: String, size: Int, daemon: Int32) throws -> OpenedFile {
+        for _ in 0..<20 {
+            let handle = try OpenedFile(path)
+            kill(daemon, SIGSTOP)
+            handle.dropPageCache()
+            let read = handle.readAll(size: size + 1, timeout: 2)
+            kill(daemon, SIGCONT)
+            if read != nil { return handle }
+            _ = handle.readAll(size: size + 1, timeout: 30)   // the waiting read ends first
+            handle.close()
+            usleep(100_000)
+        }
+        throw HarnessError("\(path) was never opened for passthrough in 20 tries")
     }
 }
 
