@@ -29,13 +29,17 @@ struct ConnectionHandler {
     private func serve(_ request: HTTPRequest) -> Bool {
         let path = request.path
         // Fault, file and options in one step, so `changeFileBefore` and the answer agree.
-        let (fault, file, options) = core.state.withLock { state in
+        let (fault, file, options, redirect) = core.state.withLock { state in
             let fault = state.takeFault(path: path, method: request.method)
             if case .changeFileBefore(let bytes) = fault { state.replaceContent(path, bytes: bytes) }
-            return (fault, state.files[path], state.options(for: path))
+            return (fault, state.files[path], state.options(for: path), state.nextRedirect(for: path))
         }
         let responder = Responder(request: request, file: file, options: options)
         var plan = responder.plan()
+        if let redirect {
+            plan = .text(302, "redirect to \(redirect)\n", includesBody: request.method != "HEAD")
+            plan.setHeader("Location", redirect)
+        }
         fault?.shape(&plan, from: responder)
         let closing = plan.ending != .keepAlive || request.wantsClose
         let status = plan.sendsNothing || plan.rawHead != nil ? 0 : plan.status

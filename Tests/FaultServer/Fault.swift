@@ -21,6 +21,14 @@ public enum Fault: Sendable, Equatable {
     case wrongContentRange(offsetBy: Int)
     /// `206` with the requested bytes, but `Content-Range` names this total size.
     case wrongTotal(Int)
+    /// The usual status and `Content-Range`, but the body gzip-compressed with
+    /// `Content-Encoding: gzip`, whatever `Accept-Encoding` asked for (a misconfigured proxy).
+    case gzipContentEncoding
+    /// The body gzip-compressed and chunked, announced as `Transfer-Encoding: gzip, chunked`.
+    case gzipTransferCoding
+    /// The usual `Content-Range`, but a body (and a `Content-Length`) this many bytes longer
+    /// (the bytes that follow in the file) or, when negative, shorter.
+    case bodyLengthOff(by: Int)
     /// Publishes these bytes (new ETag and Last-Modified) just before answering normally,
     /// so an `If-Range` carrying the old validator gets `200` and the new body.
     case changeFileBefore(bytes: [UInt8])
@@ -47,6 +55,9 @@ extension Fault: CustomStringConvertible {
         case .ignoreRange: "ignoreRange"
         case .wrongContentRange(let n): "wrongContentRange(offsetBy: \(n))"
         case .wrongTotal(let n): "wrongTotal(\(n))"
+        case .gzipContentEncoding: "gzipContentEncoding"
+        case .gzipTransferCoding: "gzipTransferCoding"
+        case .bodyLengthOff(let n): "bodyLengthOff(by: \(n))"
         // The bytes themselves would flood a log line.
         case .changeFileBefore(let bytes): "changeFileBefore(\(bytes.count) bytes)"
         case .redirect(let to, let status): "redirect(to: \(to), status: \(status))"

@@ -32,6 +32,22 @@ extension Fault {
         case .wrongTotal(let claimed):
             guard let file = responder.file, !file.bytes.isEmpty else { return }
             Self.makePartial(&plan, file: file, range: plan.servedRange ?? 0 ..< file.bytes.count, total: claimed)
+        case .gzipContentEncoding:
+            guard plan.includesBody else { return }
+            plan.body = ArraySlice(GzipStream.compress(Array(plan.body)))
+            plan.setHeader("Content-Encoding", "gzip")
+        case .gzipTransferCoding:
+            guard plan.includesBody else { return }
+            var head = "HTTP/1.1 \(plan.status) \(ResponsePlan.reason(for: plan.status))\r\nServer: FaultServer\r\n"
+            for field in plan.headers { head += "\(field.name): \(field.value)\r\n" }
+            head += "Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+            plan.rawHead = Array(head.utf8)
+            plan.body = ArraySlice(GzipStream.chunked(GzipStream.compress(Array(plan.body))))
+            plan.ending = .close
+        case .bodyLengthOff(let delta):
+            guard let file = responder.file, let served = plan.servedRange else { return }
+            let end = min(max(served.lowerBound, served.upperBound + delta), file.bytes.count)
+            plan.body = file.bytes[served.lowerBound ..< end]
         case .redirect(let location, let status):
             plan = .text(status, "redirect to \(location)\n", includesBody: !isHead)
             plan.setHeader("Location", location)

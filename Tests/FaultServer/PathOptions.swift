@@ -12,10 +12,13 @@ public struct PathOptions: Sendable, Equatable {
     public var bytesPerSecond: Int?
     /// A delay before each response for this path (a long round trip).
     public var latency: Duration?
+    /// When not empty, every request for this path is answered `302` to these URLs in turn
+    /// (mirrors behind one URL, each with its own validators).
+    public var redirectsInTurn: [String]
 
     public init(rangesSupported: Bool = true, headAllowed: Bool = true, sendETag: Bool = true,
                 sendLastModified: Bool = true, goneStatus: Int = 404,
-                bytesPerSecond: Int? = nil, latency: Duration? = nil) {
+                bytesPerSecond: Int? = nil, latency: Duration? = nil, redirectsInTurn: [String] = []) {
         precondition(bytesPerSecond.map { $0 > 0 } ?? true, "bytesPerSecond must be positive")
         self.rangesSupported = rangesSupported
         self.headAllowed = headAllowed
@@ -24,5 +27,6 @@ public struct PathOptions: Sendable, Equatable {
         self.goneStatus = goneStatus
         self.bytesPerSecond = bytesPerSecond
         self.latency = latency
+        self.redirectsInTurn = redirectsInTurn
     }
 }

@@ -9,6 +9,8 @@ struct ServerState: Sendable {
     private(set) var log: [RecordedRequest] = []
     private var clock = ValidatorClock()
     private var nextRequestID = 1
+    /// How many requests of each path were redirected so far (`PathOptions.redirectsInTurn`).
+    private var redirectTurns: [String: Int] = [:]
     private(set) var acceptedConnections = 0
 
     private struct QueuedFault: Sendable {
@@ -41,6 +43,15 @@ struct ServerState: Sendable {
     mutating func configure(_ path: String, _ new: PathOptions) { options[path] = new }
 
     func options(for path: String) -> PathOptions { options[path] ?? PathOptions() }
+
+    /// Where this request of `path` is redirected, when its options redirect in turn.
+    mutating func nextRedirect(for path: String) -> String? {
+        let targets = options(for: path).redirectsInTurn
+        guard !targets.isEmpty else { return nil }
+        let turn = redirectTurns[path, default: 0]
+        redirectTurns[path] = turn + 1
+        return targets[turn % targets.count]
+    }
 
     // MARK: Faults
 

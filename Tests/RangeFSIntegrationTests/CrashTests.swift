@@ -1,3 +1,4 @@
+import FaultServer
 import Foundation
 import RangeFSCore
 import Testing
@@ -223,5 +224,89 @@ struct DurableBlocks {
             result[url] = DurableBlocks(blockSize: Int(record.blockSize), fileSize: Int(record.size), blocks: Set(present))
         }
         return result
+    }
+}
+
+/// `kill -9` at the two moments between durable writes that the random loop above rarely
+/// hits: the daemon stops itself there (`RANGEFS_STOP_AT`), the test kills it, and a remount
+/// must read every file right without asking again for anything that was complete.
+extension RangeFSIntegrationTests {
+    @Test("crash points: kill -9 between promotion's rename and its commit, and between eviction's unlink and its commit; files read right after remount, complete files are not fetched again")
+    func crashPoints() throws {
+        let server = try FaultServer()
+        let size = 3 << 20
+        let files = ["done.bin", "promoted.bin", "evicted.bin"]
+        let data = Dictionary(uniqueKeysWithValues: files.enumerated().map { index, name in
+            (name, RandomBytes.make(count: size, seed: 0xC7A5 + UInt64(index)))
+        })
+        for name in files { server.publish(name, bytes: data[name]!) }
+        let cacheDir = try fx.makeCacheDir()
+        let mount = try fx.mount(server: server, names: files, cacheDir: cacheDir)
+
+        // done.bin and evicted.bin complete before any crash.
+        for name in ["done.bin", "evicted.bin"] {
+            let out = Reading.whole(mount.path(name))
+            #expect(out.succeeded && out.bytes == Data(data[name]!), "\(name): \(out)")
+        }
+        let complete = mount.waitForStatus(timeout: 30) { status in
+            status.files.filter { $0.path != "promoted.bin" }.allSatisfy { $0.state == .complete }
+        }
+        try #require(complete != nil, "done.bin and evicted.bin did not complete\(Check.daemonLog(mount))")
+        Check.succeeded(mount.unmount(), "unmount")
+
+        // Promotion: the last commit of promoted.bin stops after the rename.
+        // (The reader may be left waiting for its last bytes: the whole daemon stops there.)
+        try killAtCrashPoint("promotion", mount: mount) {
+            try BackgroundCommand(["cat", mount.path("promoted.bin")])
+        }
+        let promotedRecord = try #require(try DurableBlocks.records(cacheDir: cacheDir)[server.url("promoted.bin").absoluteString])
+        #expect(promotedRecord.state != .complete, "the kill landed after the commit, not between rename and commit")
+
+        // Eviction: `rangefs evict` of the complete evicted.bin stops after the unlink.
+        try killAtCrashPoint("eviction", mount: mount) {
+            try BackgroundCommand([fx.binary, "evict", mount.mountpoint, "evicted.bin"])
+        }
+        let evictedRecord = try #require(try DurableBlocks.records(cacheDir: cacheDir)[server.url("evicted.bin").absoluteString])
+        #expect(evictedRecord.state == .complete, "the kill landed after the eviction's commit, not between unlink and commit")
+
+        // After a remount: every file reads right, and done.bin is not asked for at all.
+        server.resetLog()
+        try mount.mount()
+        let evictedState = XAttr.get(mount.path("evicted.bin"), "user.rangefs.state")
+        #expect(evictedState != "complete", "evicted.bin passes for complete although its data is gone")
+        for name in files {
+            let out = Reading.whole(mount.path(name))
+            #expect(out.succeeded && out.bytes == Data(data[name]!), "\(name) after the kill: \(out)\(Check.daemonLog(mount))")
+        }
+        let settled = mount.waitForStatus(timeout: 30) { $0.files.allSatisfy { $0.state == .complete } }
+        #expect(settled != nil, "not every file completed after the remount\(Check.daemonLog(mount))")
+        server.waitUntilQuiet()
+        #expect(server.gets("done.bin").isEmpty, "a file complete before the kills was fetched again: \(server.gets("done.bin"))")
+        #expect(!server.gets("evicted.bin").isEmpty, "evicted.bin was read without fetching its evicted data")
+        for name in ["promoted.bin", "evicted.bin"] {
+            let cached = XAttr.get(mount.path(name), "user.rangefs.state")
+            #expect(cached == "complete", "\(name) state after the remount: \(cached ?? "none")")
+        }
+    }
+
+    /// Mounts with `RANGEFS_STOP_AT=point`, runs `action` (which may start a command that
+    /// blocks on the daemon), waits until the daemon stops itself there, kills it with
+    /// SIGKILL and clears the stale mount.
+    private func killAtCrashPoint(_ point: String, mount: Mount, _ action: () throws -> BackgroundCommand?) throws {
+        let argv = ["env", "RANGEFS_STOP_AT=\(point)", mount.binary, "mount", mount.manifestPath, mount.mountpoint,
+                    "--cache-dir", mount.cacheDir] + mount.options
+        let mounted = Command.run(argv, timeout: 60)
+        try #require(mounted.succeeded, "mount with RANGEFS_STOP_AT=\(point): \(mounted)")
+        let pid = try #require(mount.daemonPid(), "no daemon pid")
+        let command = try action()
+        let stopped = ProcessInfo.waitUntil(seconds: 30) { ProcessInfo.isStopped(pid) }
+        #expect(stopped, "the daemon never reached the \(point) crash point\(Check.daemonLog(mount))")
+        kill(pid, SIGKILL)
+        #expect(ProcessInfo.waitForExit(pid, seconds: 10), "pid \(pid) survived SIGKILL")
+        if let command {
+            let result = command.wait(timeout: 30)
+            #expect(!result.timedOut, "\(command.argv.joined(separator: " ")) hung after the daemon died")
+        }
+        mount.clearStaleMount()
     }
 }

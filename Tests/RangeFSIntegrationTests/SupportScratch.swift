@@ -108,6 +108,23 @@ extension ProcessInfo {
         return true
     }
 
+    /// The process stopped itself or was stopped (state `T` in /proc/PID/stat).
+    static func isStopped(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(close, offsetBy: 2)...].prefix(1) == "T"
+    }
+
+    /// Polls `condition` every 20 ms; true once it holds, false after `seconds`.
+    static func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(20_000)
+        }
+        return true
+    }
+
     /// Children of `pid` (from /proc/*/stat).
     static func children(of pid: Int32) -> [Int32] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }

@@ -33,9 +33,15 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var lastAccess: Double
     /// Kept whatever the size limit (`rangefs pin`).
     public var pinned: Bool
+    /// Where a redirect of `url` led when the validator was taken (nil: `url` answered itself).
+    public var location: String?
 
     public var validator: RemoteValidator {
         RemoteValidator(etag: etag, lastModified: lastModified)
+    }
+
+    public var source: FetchSource {
+        FetchSource(location: location.flatMap { URL(string: $0) }, validator: validator)
     }
 }
 
@@ -89,6 +95,11 @@ public final class MetadataStore: Sendable {
                 table.add(column: "pinned", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v4-location") { db in
+            try db.alter(table: CachedFileRecord.databaseTableName) { table in
+                table.add(column: "location", .text)
+            }
+        }
         return migrator
     }
 
@@ -139,6 +150,15 @@ public final class MetadataStore: Sendable {
                 SELECT * FROM cached_file WHERE pinned = 0 AND state IN ('partial', 'complete')
                 ORDER BY state = 'complete', lastAccess
                 """)
+        }
+    }
+
+    /// Remembers where the file's ranges are fetched from now (another mirror behind its URL).
+    public func updateSource(url: String, _ source: FetchSource) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ? WHERE url = ?",
+                           arguments: [source.location?.absoluteString, source.validator.etag,
+                                       source.validator.lastModified, url])
         }
     }
 

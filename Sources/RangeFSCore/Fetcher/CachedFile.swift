@@ -18,7 +18,6 @@ public final class CachedFile: Sendable {
     public let layout: BlockLayout
     public let modified: Date?
     private let headers: [String: String]
-    private let validator: RemoteValidator
     private let dataName: String
     private let environment: FetchEnvironment
     private let events: CachedFileEvents
@@ -52,6 +51,11 @@ public final class CachedFile: Sendable {
         /// What the whole file must hash to before it is promoted (the manifest's sha256).
         var expectedSHA256: String?
         var nextWaiterID = 0
+        /// Where ranges are asked for, and the validator they must match there.
+        var source: FetchSource
+        /// Transfers that failed where `source` points, waiting while the manifest URL is asked
+        /// again where it leads now (one probe at a time), with the error each one met.
+        var awaitingSource: [Int: RemoteError] = [:]
     }
 
     /// A range request in flight; `written` bytes from its start are in the data file.
@@ -65,6 +69,8 @@ public final class CachedFile: Sendable {
         var onFinish: (@Sendable (Bool) -> Void)?
         var written: UInt64 = 0
         var attempts = 1
+        /// How often a failure sent it to ask where the file is now (bounded: no endless loop).
+        var sourceLookups = 0
         /// When its first byte arrived, to tell how fast it moves.
         var firstByteAt: ContinuousClock.Instant?
         var frontier: UInt64 { bytes.lowerBound + written }
@@ -93,6 +99,10 @@ public final class CachedFile: Sendable {
         case invalidated
         case rejected
         case rangesIgnored
+        /// Ask the manifest URL where the file is now (`sourceFound` decides what follows).
+        case findSource
+        /// Remember the new source in the database.
+        case saveSource(FetchSource)
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
         case reply(ReadCompletion, Result<ReadyBytes, FetchError>)
@@ -105,15 +115,30 @@ public final class CachedFile: Sendable {
         self.headers = headers
         self.environment = environment
         self.events = events
-        validator = record.validator
         dataName = record.dataName
         layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
         modified = record.modified.map { Date(timeIntervalSince1970: $0) }
         let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
-        let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
+        var bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
+        let directory = environment.directory
+        if bitmap.presentCount > 0, access(directory.dataPath(name: dataName, complete: false), F_OK) != 0,
+           access(directory.dataPath(name: dataName, complete: true), F_OK) != 0 {
+            // A process killed between removing the data (eviction) and updating the record
+            // leaves blocks listed whose bytes are gone: they are fetched again, and the file
+            // does not pass for complete meanwhile.
+            let empty = BlockBitmap(blockCount: layout.blockCount)
+            let missing = Int64(min(record.size, UInt64(bitmap.presentCount) * record.blockSize))
+            bitmap = empty
+            events.cachedBytesChanged(-missing)
+            let store = environment.store
+            environment.committer.schedule {
+                try? store.commitBlocks(url: record.url, bitmap: empty.serialized, state: .remote)
+            }
+        }
         state = Mutex(State(available: bitmap, durable: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
-                            streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256?.lowercased()))
+                            streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256?.lowercased(),
+                            source: record.source))
     }
 
     // MARK: Looking
@@ -481,6 +506,14 @@ public final class CachedFile: Sendable {
                 events.rejected(self)
             case .rangesIgnored:
                 events.rangesIgnored(self)
+            case .findSource:
+                environment.client.probe(url: url, headers: headers) { [self] result in
+                    sourceFound(result)
+                }
+            case .saveSource(let source):
+                let store = environment.store
+                let key = url.absoluteString
+                environment.committer.schedule { try? store.updateSource(url: key, source) }
             case .cachedBytes(let delta):
                 events.cachedBytesChanged(delta)
             case .notify(let observer, let succeeded):
@@ -494,8 +527,9 @@ public final class CachedFile: Sendable {
     }
 
     private func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool) {
-        let request = RangeRequest(url: url, headers: headers, range: bytes,
-                                   expectedSize: layout.fileSize, validator: validator, urgency: urgency,
+        let source = state.withLock { $0.source }
+        let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
+                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
         environment.client.fetch(request, sink: { [self] data, offset in
@@ -548,7 +582,14 @@ public final class CachedFile: Sendable {
                 state.lastFailure = nil
             case .failure(let error):
                 let remainder = transfer.frontier..<transfer.bytes.upperBound
-                if let delay = retryDelay(after: error, attempts: transfer.attempts), !remainder.isEmpty {
+                if !remainder.isEmpty, shouldFindSource(after: error, of: transfer, in: state) {
+                    // Kept in `transfers`, so its readers keep waiting for it.
+                    transfer.sourceLookups += 1
+                    state.transfers[id] = transfer
+                    if state.awaitingSource.isEmpty { actions.append(.findSource) }
+                    state.awaitingSource[id] = error
+                    ended = false
+                } else if let delay = retryDelay(after: error, attempts: transfer.attempts), !remainder.isEmpty {
                     transfer.attempts += 1
                     // A stream without ranges can only start over; its bytes so far are kept.
                     if transfer.wholeBody { transfer.written = 0 }
@@ -580,6 +621,83 @@ public final class CachedFile: Sendable {
             return actions
         }
         perform(actions)
+    }
+
+    /// Whether a failed transfer should first ask the manifest URL where the file is now: a
+    /// redirect led to another copy, or the place a redirect once led to no longer answers
+    /// (a mirror gone). Twice at most per transfer.
+    private func shouldFindSource(after error: RemoteError, of transfer: Transfer, in state: State) -> Bool {
+        guard state.invalidated == nil, transfer.sourceLookups < 2 else { return false }
+        switch error {
+        case .servedElsewhere:
+            return true
+        case .changed, .cancelled, .rangesNotSupported, .localStorage:
+            return false
+        case .status, .transport, .refused, .protocolViolation:
+            // Transient trouble is retried where it is first; a final one leaves that mirror.
+            return state.source.location != nil && retryDelay(after: error, attempts: transfer.attempts) == nil
+        }
+    }
+
+    /// The manifest URL said where the file is now: carry on there when it holds the same
+    /// version (another mirror of the same size), start over when the file really changed.
+    private func sourceFound(_ result: Result<RemoteFileInfo, RemoteError>) {
+        let actions = state.withLock { state -> [Action] in
+            let waiting = state.awaitingSource
+            state.awaitingSource = [:]
+            var actions: [Action] = []
+            let verdict: FetchSource.Verdict
+            switch result {
+            case .success(let info):
+                verdict = state.source.verdict(on: info, probedURL: url, origin: url, size: layout.fileSize)
+            case .failure(let error):
+                // Nowhere to go: each transfer fails with what it met.
+                environment.logger.warning("\(url.redactedForDisplay): cannot find where it is served now: \(error)")
+                verdict = .same
+            }
+            switch verdict {
+            case .changed(let why):
+                for id in waiting.keys { actions += endTransfer(id, succeeded: false, in: &state) }
+                return actions + invalidate(because: why, in: &state)
+            case .moved(let source):
+                environment.logger.notice("\(url.redactedForDisplay) is served from \(source.location?.redactedForDisplay ?? url.redactedForDisplay) now (\(waiting.values.first.map { "\($0)" } ?? "moved"))")
+                state.source = source
+                actions.append(.saveSource(source))
+            case .same:
+                break
+            }
+            for (id, error) in waiting.sorted(by: { $0.key < $1.key }) {
+                guard var transfer = state.transfers[id] else { continue }
+                let remainder = transfer.frontier..<transfer.bytes.upperBound
+                let stillThere: Bool
+                if case .moved = verdict { stillThere = false } else { stillThere = true }
+                if stillThere, case .failure = result {
+                    actions += endTransfer(id, succeeded: false, in: &state)
+                    actions += handleFinalFailure(error, of: remainder, in: &state)
+                    continue
+                }
+                if stillThere, case .servedElsewhere = error, transfer.sourceLookups >= 2 {
+                    actions += endTransfer(id, succeeded: false, in: &state)
+                    actions += handleFinalFailure(error, of: remainder, in: &state)
+                    continue
+                }
+                transfer.attempts = 1
+                if transfer.wholeBody { transfer.written = 0 }
+                transfer.firstByteAt = nil
+                state.transfers[id] = transfer
+                let retried = transfer.wholeBody ? transfer.bytes : remainder
+                actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+                                      wholeBody: transfer.wholeBody, after: .zero))
+            }
+            return actions
+        }
+        perform(actions)
+    }
+
+    /// Forgets a transfer that will not go on, telling its observer.
+    private func endTransfer(_ id: Int, succeeded: Bool, in state: inout State) -> [Action] {
+        guard let transfer = state.transfers.removeValue(forKey: id) else { return [] }
+        return transfer.onFinish.map { [.notify($0, succeeded)] } ?? []
     }
 
     /// How long to wait before trying again, or nil when the error is final or the attempts are spent.
@@ -630,24 +748,31 @@ public final class CachedFile: Sendable {
         return actions
     }
 
-    /// Compares the cached version with what the server says now (`rangefs verify`); a
-    /// different size or validator discards this version. Returns why it differs, or nil.
-    func verify(against info: RemoteFileInfo) -> String? {
-        var why: String?
-        if info.size != layout.fileSize {
-            why = "size was \(layout.fileSize), now \(info.size)"
-        } else if let etag = validator.etag, info.validator.etag != etag {
-            why = "ETag was \(etag), now \(info.validator.etag ?? "none")"
-        } else if validator.etag == nil, let modified = validator.lastModified, info.validator.lastModified != modified {
-            why = "Last-Modified was \(modified), now \(info.validator.lastModified ?? "none")"
+    /// Where `rangefs verify` asks about this file: the place its ranges come from.
+    public var verificationRequest: (url: URL, headers: [String: String]) {
+        let source = state.withLock { $0.source }
+        return (source.requestURL(origin: url), source.requestHeaders(headers, origin: url))
+    }
+
+    /// Compares the cached version with what the server says now (`rangefs verify`, which
+    /// probed `verificationRequest.url`); a different size, or another validator from the same
+    /// place, discards this version. Returns why it differs, or nil.
+    func verify(against info: RemoteFileInfo, probedURL: URL) -> String? {
+        let actions = state.withLock { state -> (String?, [Action]) in
+            switch state.source.verdict(on: info, probedURL: probedURL, origin: url, size: layout.fileSize) {
+            case .same:
+                return (nil, [])
+            case .moved(let source):
+                state.source = source
+                return (nil, [.saveSource(source)])
+            case .changed(let why):
+                // A rejected version is unreadable already: the catalog only has to forget it, so
+                // that the server's new version is fetched.
+                return (why, state.rejected ? [.invalidated] : invalidate(because: why, in: &state))
+            }
         }
-        guard let why else { return nil }
-        perform(state.withLock { state in
-            // A rejected version is unreadable already: the catalog only has to forget it, so
-            // that the server's new version is fetched.
-            state.rejected ? [.invalidated] : invalidate(because: why, in: &state)
-        })
-        return why
+        perform(actions.1)
+        return actions.0
     }
 
     /// A read that waited past the deadline fails rather than hang.
@@ -738,7 +863,10 @@ public final class CachedFile: Sendable {
             if complete, let mismatch = try digestMismatch(of: file) {
                 return reject(because: mismatch)
             }
-            if complete { try promote() }
+            if complete {
+                try promote()
+                CrashPoint.reached(.promotion)
+            }
             try environment.store.commitBlocks(url: url.absoluteString, bitmap: snapshot.serialized,
                                                state: complete ? .complete : .partial)
             state.withLock { state in

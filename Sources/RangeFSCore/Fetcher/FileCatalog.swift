@@ -209,7 +209,8 @@ public final class FileCatalog: Sendable {
                     modified: info.modified?.timeIntervalSince1970, blockSize: blockSize,
                     bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: info.size, blockSize: blockSize).blockCount).serialized),
                     state: info.size == 0 ? .complete : .remote, failure: nil,
-                    lastAccess: Date().timeIntervalSince1970, pinned: false)
+                    lastAccess: Date().timeIntervalSince1970, pinned: false,
+                    location: info.finalURL?.absoluteString)
                 remember(record)
                 probeFailures.withLock { $0[key] = nil }
                 outcome = .success(makeFile(record: record, entry: entry))
@@ -389,6 +390,7 @@ public final class FileCatalog: Sendable {
             return min(record.size, UInt64(present?.presentCount ?? 0) * record.blockSize)
         }
         guard let freed else { return nil }
+        CrashPoint.reached(.eviction)
         let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
         do {
             try environment.store.commitBlocks(url: key, bitmap: BlockBitmap(blockCount: layout.blockCount).serialized,
@@ -481,10 +483,11 @@ public final class FileCatalog: Sendable {
                     problems.withLock { $0.append("\(entry.path): size unknown") }
                     return group.leave()
                 }
-                environment.client.probe(url: entry.url, headers: entry.headers) { outcome in
+                let (url, headers) = file.verificationRequest
+                environment.client.probe(url: url, headers: headers) { outcome in
                     switch outcome {
                     case .success(let info):
-                        if let why = file.verify(against: info) {
+                        if let why = file.verify(against: info, probedURL: url) {
                             problems.withLock { $0.append("\(entry.path): changed (\(why)); cached data discarded") }
                         } else if file.isRejected {
                             let reason = file.snapshot.lastFailure ?? "failed"

@@ -175,89 +175,23 @@ final class CurlTransfer {
 
     /// Checks the final response's status and headers before any byte of its body is used.
     private func checkResponse() -> RemoteError? {
-        let status = responseCode
+        let reply = responseFacts
+        let verdict: RemoteError?
         switch spec {
         case .probe(_, _, let method, _):
-            return checkProbeResponse(status: status, method: method)
+            switch ResponseCheck.probedSize(reply, firstByte: method == .firstByte) {
+            case .success(let size):
+                probedSize = size
+                verdict = nil
+            case .failure(let error):
+                verdict = error
+            }
         case .range(let request, _, _):
-            return checkRangeResponse(status: status, request: request)
+            verdict = ResponseCheck.range(reply, for: request)
         }
-    }
-
-    private func checkRangeResponse(status: Int, request: RangeRequest) -> RemoteError? {
-        if request.wholeBody {
-            return checkWholeBodyResponse(status: status, request: request)
-        }
-        switch status {
-        case 206:
-            guard let contentRangeText = header("Content-Range"), let contentRange = ContentRange(headerValue: contentRangeText) else {
-                return .protocolViolation("206 reply without a valid Content-Range")
-            }
-            if let total = contentRange.total, total != request.expectedSize {
-                return .changed("size was \(request.expectedSize), now \(total)")
-            }
-            guard contentRange.range == request.range, contentRange.total != nil else {
-                return .protocolViolation("asked for bytes \(request.range.lowerBound)-\(request.range.upperBound - 1), got Content-Range: \(contentRangeText)")
-            }
-            if let expected = request.validator.etag, let etag = header("ETag"), etag != expected {
-                return .changed("ETag was \(expected), now \(etag)")
-            }
-            return nil
-        case 200:
-            // A 200 to If-Range means "changed" — unless the reply names the very version we
-            // hold, in which case the server simply ignores ranges.
-            if let changed = versionChange(from: request.validator) { return .changed(changed) }
-            return .rangesNotSupported
-        case 416:
-            return .changed("range not satisfiable (the file is shorter now)")
-        default:
-            return .status(status, retryAfter: retryAfter)
-        }
-    }
-
-    /// A whole-file GET: the same version and the same length, or nothing is used.
-    private func checkWholeBodyResponse(status: Int, request: RangeRequest) -> RemoteError? {
-        guard status == 200 else { return .status(status, retryAfter: retryAfter) }
-        if let length = contentLength, length != request.expectedSize {
-            return .changed("size was \(request.expectedSize), now \(length)")
-        }
-        return versionChange(from: request.validator).map { .changed($0) }
-    }
-
-    /// How the reply's version differs from the one the cache holds, or nil when it is the same
-    /// (or cannot be told: a server that sends no validator at all).
-    private func versionChange(from validator: RemoteValidator) -> String? {
-        let etag = header("ETag")
-        let modified = header("Last-Modified")
-        if let expected = validator.etag {
-            return etag == expected ? nil : "ETag was \(expected), now \(etag ?? "none")"
-        }
-        if let expected = validator.lastModified {
-            return modified == expected ? nil : "Last-Modified was \(expected), now \(modified ?? "none")"
-        }
-        return nil
-    }
-
-    private func checkProbeResponse(status: Int, method: TransferSpec.ProbeMethod) -> RemoteError? {
-        switch (method, status) {
-        case (.firstByte, 206):
-            guard let text = header("Content-Range"), let total = ContentRange(headerValue: text)?.total else {
-                return .protocolViolation("206 reply without a Content-Range total")
-            }
-            probedSize = total
-        case (.firstByte, 416):
-            // The only file with no byte 0 is the empty one (`Content-Range: bytes */0`).
-            guard let text = header("Content-Range"), let total = ContentRange.unsatisfiedTotal(headerValue: text) else {
-                return .status(416)
-            }
-            probedSize = total
-        case (_, 200):
-            guard let length = contentLength else { return .protocolViolation("no Content-Length in the reply") }
-            probedSize = length
-        default:
-            return .status(status, retryAfter: retryAfter)
-        }
-        return nil
+        // The checks are pure; the server's `Retry-After` is read here, where dates are parsed.
+        if case .status(let code, _) = verdict { return .status(code, retryAfter: retryAfter) }
+        return verdict
     }
 
     // MARK: Completion
@@ -285,7 +219,8 @@ final class CurlTransfer {
             if let failure {
                 completion(.failure(failure))
             } else if let size = probedSize {
-                completion(.success(RemoteFileInfo(size: size, validator: validator, modified: modified)))
+                completion(.success(RemoteFileInfo(size: size, validator: responseFacts.validator, modified: modified,
+                                                   finalURL: finalURL)))
             } else {
                 completion(.failure(transportError(curlResult)))
             }
@@ -331,8 +266,19 @@ final class CurlTransfer {
         return length >= 0 ? UInt64(length) : nil
     }
 
-    private var validator: RemoteValidator {
-        RemoteValidator(etag: header("ETag"), lastModified: header("Last-Modified"))
+    private var responseFacts: ResponseFacts {
+        var redirects = 0
+        rangefs_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
+        return ResponseFacts(status: responseCode, headers: responseHeaders, contentLength: contentLength,
+                             redirected: redirects > 0)
+    }
+
+    /// The URL the final response came from, when a redirect was followed.
+    private var finalURL: URL? {
+        guard responseFacts.redirected else { return nil }
+        var text: UnsafeMutablePointer<CChar>?
+        guard rangefs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text else { return nil }
+        return URL(string: String(cString: text))
     }
 
     private var modified: Date? {

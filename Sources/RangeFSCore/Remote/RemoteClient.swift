@@ -24,11 +24,15 @@ public struct RemoteFileInfo: Sendable, Equatable {
     public var validator: RemoteValidator
     /// `Last-Modified` as a date, for the file's mtime.
     public var modified: Date?
+    /// Where redirects led: the URL the answer came from, or nil when no redirect was followed.
+    /// The validator is that URL's (mirrors behind one URL each have their own).
+    public var finalURL: URL?
 
-    public init(size: UInt64, validator: RemoteValidator, modified: Date?) {
+    public init(size: UInt64, validator: RemoteValidator, modified: Date?, finalURL: URL? = nil) {
         self.size = size
         self.validator = validator
         self.modified = modified
+        self.finalURL = finalURL
     }
 }
 
@@ -110,6 +114,10 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
     case rangesNotSupported
     /// The remote file is no longer the version the cache holds.
     case changed(String)
+    /// A redirect led somewhere other than where the cached version's validator comes from, and
+    /// the validator there differs: maybe another mirror of the same bytes, maybe a new version.
+    /// The file asks the manifest URL again where it leads before deciding.
+    case servedElsewhere(String)
     /// A reply that breaks the protocol: wrong `Content-Range`, short or long body, no size.
     case protocolViolation(String)
     /// The bytes arrived but the cache could not store them (a full disk).
@@ -124,6 +132,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transport(let message), .refused(let message): return message
         case .rangesNotSupported: return "server ignored the Range header (answered 200)"
         case .changed(let why): return "remote file changed: \(why)"
+        case .servedElsewhere(let why): return "a redirect led to another copy (\(why))"
         case .protocolViolation(let why): return why
         case .localStorage(let why): return why
         case .cancelled: return "cancelled"
@@ -135,7 +144,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .status(let code, _): return code == 408 || code == 429 || code >= 500
         case .transport, .protocolViolation: return true
-        case .refused, .rangesNotSupported, .changed, .localStorage, .cancelled: return false
+        case .refused, .rangesNotSupported, .changed, .servedElsewhere, .localStorage, .cancelled: return false
         }
     }
 

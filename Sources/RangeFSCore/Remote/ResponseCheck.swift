@@ -1,0 +1,132 @@
+/// What the checks need to know of the final response (after redirects): its status and
+/// headers, its announced length, and whether libcurl followed a redirect to get it.
+struct ResponseFacts: Sendable {
+    var status: Int
+    /// Header names in lowercase, in arrival order.
+    var headers: [(name: String, value: String)]
+    /// `Content-Length`, when the reply has one (a chunked reply has none).
+    var contentLength: UInt64?
+    /// The reply came from another URL than the one asked (a redirect was followed).
+    var redirected: Bool
+
+    /// The first header of that name, or nil.
+    func header(_ name: String) -> String? {
+        let key = name.lowercased()
+        return headers.first { $0.name == key }?.value
+    }
+
+    var validator: RemoteValidator {
+        RemoteValidator(etag: header("ETag"), lastModified: header("Last-Modified"))
+    }
+}
+
+/// Decides, before a single body byte is used, whether a reply may fill the cache. Pure logic:
+/// `CurlTransfer` gathers the facts and acts on the verdict. Every rule here protects the one
+/// promise that a reader never sees a byte the remote file does not hold at that offset.
+enum ResponseCheck {
+    /// The verdict on a reply to a range request (or, with `wholeBody`, to a plain GET).
+    static func range(_ reply: ResponseFacts, for request: RangeRequest) -> RemoteError? {
+        if let encoded = encodingProblem(reply) { return encoded }
+        if request.wholeBody { return wholeBody(reply, for: request) }
+        switch reply.status {
+        case 206:
+            guard let text = reply.header("Content-Range"), let contentRange = ContentRange(headerValue: text) else {
+                return .protocolViolation("206 reply without a valid Content-Range")
+            }
+            if let total = contentRange.total, total != request.expectedSize {
+                return .changed("size was \(request.expectedSize), now \(total)")
+            }
+            guard contentRange.range == request.range, contentRange.total != nil else {
+                return .protocolViolation("asked for bytes \(request.range.lowerBound)-\(request.range.upperBound - 1), got Content-Range: \(text)")
+            }
+            if let length = reply.contentLength, length != UInt64(request.range.count) {
+                return .protocolViolation("Content-Length \(length) disagrees with Content-Range: \(text)")
+            }
+            if let expected = request.validator.etag, let etag = reply.header("ETag"), etag != expected {
+                return versionMismatch("ETag was \(expected), now \(etag)", redirected: reply.redirected)
+            }
+            return nil
+        case 200:
+            // A 200 to If-Range means "changed", unless the reply names the very version we
+            // hold: then the server simply ignores ranges.
+            if let why = versionChange(from: request.validator, to: reply.validator) {
+                return versionMismatch(why, redirected: reply.redirected)
+            }
+            return .rangesNotSupported
+        case 416:
+            return .changed("range not satisfiable (the file is shorter now)")
+        default:
+            return .status(reply.status, retryAfter: nil)
+        }
+    }
+
+    /// A whole-file GET: the same version and the same length, or nothing is used.
+    private static func wholeBody(_ reply: ResponseFacts, for request: RangeRequest) -> RemoteError? {
+        guard reply.status == 200 else { return .status(reply.status, retryAfter: nil) }
+        if let length = reply.contentLength, length != request.expectedSize {
+            return .changed("size was \(request.expectedSize), now \(length)")
+        }
+        return versionChange(from: request.validator, to: reply.validator)
+            .map { versionMismatch($0, redirected: reply.redirected) }
+    }
+
+    /// The size a probe's reply states, or why it cannot be trusted.
+    static func probedSize(_ reply: ResponseFacts, firstByte: Bool) -> Result<UInt64, RemoteError> {
+        // An encoded reply's lengths are those of the encoding, not of the file.
+        if let encoded = encodingProblem(reply) { return .failure(encoded) }
+        switch (firstByte, reply.status) {
+        case (true, 206):
+            guard let text = reply.header("Content-Range"), let total = ContentRange(headerValue: text)?.total else {
+                return .failure(.protocolViolation("206 reply without a Content-Range total"))
+            }
+            return .success(total)
+        case (true, 416):
+            // The only file with no byte 0 is the empty one (`Content-Range: bytes */0`).
+            guard let text = reply.header("Content-Range"), let total = ContentRange.unsatisfiedTotal(headerValue: text) else {
+                return .failure(.status(416, retryAfter: nil))
+            }
+            return .success(total)
+        case (_, 200):
+            guard let length = reply.contentLength else { return .failure(.protocolViolation("no Content-Length in the reply")) }
+            return .success(length)
+        default:
+            return .failure(.status(reply.status, retryAfter: nil))
+        }
+    }
+
+    /// How the reply's version differs from `validator`, or nil when it is the same (or cannot
+    /// be told: a server that sends no validator at all).
+    static func versionChange(from validator: RemoteValidator, to reply: RemoteValidator) -> String? {
+        if let expected = validator.etag {
+            return reply.etag == expected ? nil : "ETag was \(expected), now \(reply.etag ?? "none")"
+        }
+        if let expected = validator.lastModified {
+            return reply.lastModified == expected ? nil : "Last-Modified was \(expected), now \(reply.lastModified ?? "none")"
+        }
+        return nil
+    }
+
+    /// Another validator from the URL the validator came from is a new version; from a place a
+    /// redirect led to, it may be a mirror with its own validator for the same bytes.
+    private static func versionMismatch(_ why: String, redirected: Bool) -> RemoteError {
+        redirected ? .servedElsewhere(why) : .changed(why)
+    }
+
+    /// The body is not the file's bytes as they are: it carries a content coding (gzip from a
+    /// misconfigured proxy, although the request asked for `identity`), or a transfer coding
+    /// libcurl does not undo (it removes `chunked` only).
+    static func encodingProblem(_ reply: ResponseFacts) -> RemoteError? {
+        if let coding = reply.header("Content-Encoding"), !codings(coding).allSatisfy({ $0 == "identity" }) {
+            return .protocolViolation("reply is encoded (Content-Encoding: \(coding)) although identity was asked for; its bytes are not the file's")
+        }
+        if let coding = reply.header("Transfer-Encoding"),
+           !codings(coding).allSatisfy({ $0 == "chunked" || $0 == "identity" }) {
+            return .protocolViolation("reply has a transfer coding that is not undone (Transfer-Encoding: \(coding)); its bytes are not the file's")
+        }
+        return nil
+    }
+
+    private static func codings(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
+    }
+}
