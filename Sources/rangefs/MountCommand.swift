@@ -76,7 +76,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Evict least recently used data to keep the cache at most this big, e.g. 20G.")
     var cacheMaxSize: String?
 
-    @Option(help: "Evict least recently used data to keep at least this much free on the cache's disk, e.g. 5G.")
+    @Option(help: "Keep at least this much free on the cache's disk, e.g. 5G: background fetching stops there and reads evict least recently used data or are served without storing. Default: 15% of the disk, at most 4G; 0 turns the floor off.")
     var cacheMinFree: String?
 
     @Option(help: "HTTP proxy for every request, e.g. http://cache.local:3128 (default: $http_proxy, $https_proxy, $no_proxy).")
@@ -221,7 +221,7 @@ struct MountCommand: ParsableCommand {
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
                                  clientConfiguration: clientConfiguration,
                                  cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
-                                                          minFreeBytes: cacheMinFree.flatMap(ByteSize.parse)),
+                                                          minFree: cacheMinFree.flatMap(ByteSize.parse).map(FreeSpaceFloor.bytes) ?? .standard),
                                  passthrough: passthrough, logLevel: Logger.Level(rawValue: logLevel)!,
                                  readyDescriptor: readyFd)
         try runner.run()

@@ -24,6 +24,26 @@ public final class DataFile: Sendable {
         self.path = path
     }
 
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    /// A file of `size` bytes in shared memory, never on a disk, gone once closed: for bytes a
+    /// reader gets without them being stored.
+    static func inMemory(size: UInt64) throws -> DataFile {
+        let name = "/rangefs-\(getpid())-\(UUID().uuidString)"
+        let fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CacheError.system("cannot create a memory file") }
+        shm_unlink(name)
+        guard ftruncate(fd, off_t(size)) == 0 else {
+            let code = errno
+            close(fd)
+            throw CacheError.system("cannot size a memory file", errno: code)
+        }
+        return DataFile(descriptor: fd, path: "memory")
+    }
+
     deinit {
         close(descriptor)
     }

@@ -11,6 +11,9 @@ public enum CacheState: String, Sendable, Codable {
     case complete
     /// The last attempt failed; the reason is kept.
     case failed
+    /// Background work stopped at the cache's limits (the free-space floor or the size
+    /// limit) and goes on by itself once there is room. Never stored in the database.
+    case waitingForSpace = "waiting for space"
 }
 
 /// What the cache remembers about one remote file, keyed by its URL.

@@ -7,18 +7,45 @@ public struct MountStatus: Codable, Sendable, Equatable {
     /// `all`, `opened` or `none`.
     public var prefetch: String
     public var files: [FileStatus]
+    /// The cache as a whole: its size, its limits and the free space on its disk.
+    public var cache: CacheSpaceStatus?
 
-    public init(mountpoint: String, manifest: String, paused: Bool, prefetch: String, files: [FileStatus]) {
+    public init(mountpoint: String, manifest: String, paused: Bool, prefetch: String, files: [FileStatus],
+                cache: CacheSpaceStatus? = nil) {
         self.mountpoint = mountpoint
         self.manifest = manifest
         self.paused = paused
         self.prefetch = prefetch
         self.files = files
+        self.cache = cache
     }
 
     public var totalBytes: UInt64 { files.reduce(0) { $0 + ($1.size ?? 0) } }
     public var cachedBytes: UInt64 { files.reduce(0) { $0 + $1.cachedBytes } }
     public var bytesPerSecond: UInt64 { files.reduce(0) { $0 + $1.bytesPerSecond } }
+}
+
+/// The cache of a mount as a whole.
+public struct CacheSpaceStatus: Codable, Sendable, Equatable {
+    /// Cached data of every file in the cache (also files no longer in the manifest).
+    public var cachedBytes: UInt64
+    /// `--cache-max-size`, if given.
+    public var maxBytes: UInt64?
+    /// Free space on the cache's filesystem; nil when it cannot be read.
+    public var freeBytes: UInt64?
+    /// The floor: the cache stores no data that would leave less than this free.
+    public var minFreeBytes: UInt64
+    /// Bytes handed to readers straight from the network, without being stored, because the
+    /// cache had no room for them.
+    public var readThroughBytes: UInt64
+
+    public init(cachedBytes: UInt64, maxBytes: UInt64?, freeBytes: UInt64?, minFreeBytes: UInt64, readThroughBytes: UInt64) {
+        self.cachedBytes = cachedBytes
+        self.maxBytes = maxBytes
+        self.freeBytes = freeBytes
+        self.minFreeBytes = minFreeBytes
+        self.readThroughBytes = readThroughBytes
+    }
 }
 
 /// One file of the manifest as the cache sees it.

@@ -28,7 +28,7 @@ public final class RunningMount: MountControl {
         let files = catalog.activeEntries.map { fileStatus(ofEntry: $0) }
         return MountStatus(mountpoint: mountpoint, manifest: catalog.manifest.source,
                            paused: prefetcher.isPaused, prefetch: prefetcher.configuration.policy.rawValue,
-                           files: files)
+                           files: files, cache: catalog.budget.status)
     }
 
     public func setPaused(_ paused: Bool) {

@@ -4,14 +4,15 @@ import Foundation
 ///
 ///     music/a.mp3  complete  40.0 MiB / 40.0 MiB  [####################] 100%
 ///     music/b.mp3  partial   12.5 MiB / 40.0 MiB  [######--------------]  31%  1.2 MiB/s
-///     total: 1/2 complete, 52.5 MiB / 80.0 MiB (65%), 1.2 MiB/s, paused
+///     total: 1/2 complete, 52.5 MiB / 80.0 MiB (65%), 1.2 MiB/s, paused; cache 52.5 MiB, 3.1 GiB free (floor 4.0 GiB)
 ///
 /// Columns are counted in characters; wide (East Asian) characters in paths can shift a row.
 public enum StatusReport {
     public static let barWidth = 20
     /// Long paths are shortened to fit a terminal, but never below this.
     static let minimumPathWidth = 12
-    static let stateWidth = 8  // "complete"
+    /// The state column is at least as wide as "complete".
+    static let minimumStateWidth = 8
 
     /// The table and the totals line. With a `width` (terminal columns), long paths are
     /// shortened in the middle and anything still too long is cut; nil leaves lines whole.
@@ -20,6 +21,7 @@ public enum StatusReport {
         let presentWidth = rows.map(\.present.count).max() ?? 0
         let totalWidth = rows.map(\.total.count).max() ?? 0
         let rateWidth = rows.map(\.rate.count).max() ?? 0
+        let stateWidth = max(minimumStateWidth, rows.map(\.state.count).max() ?? 0)
         let longestPath = rows.map(\.path.count).max() ?? 0
         // Everything after the path column: state, bytes, bar, percent and rate, with separators.
         let fixedWidth = 2 + stateWidth + 2 + presentWidth + 3 + totalWidth + 2 + (barWidth + 2) + 1 + 4
@@ -61,13 +63,16 @@ public enum StatusReport {
         return Array(fileRows.prefix(shown)) + ["… \(fileRows.count - shown) more files", lines[lines.count - 1]]
     }
 
-    /// `total: 1/4 complete, 1 failed, 52.5 MiB / 90.0 MiB (58%), 1.2 MiB/s, paused`.
+    /// `total: 1/4 complete, 1 failed, 1 waiting for space, 52.5 MiB / 90.0 MiB (58%), 1.2 MiB/s, paused;
+    /// cache 52.5 MiB (max 1.0 GiB), 3.1 GiB free (floor 4.0 GiB)`.
     public static func totalsLine(_ status: MountStatus) -> String {
         let complete = status.files.filter { $0.state == .complete }.count
         let failed = status.files.filter { $0.state == .failed }.count
+        let waiting = status.files.filter { $0.state == .waitingForSpace }.count
         let unknownSizes = status.files.filter { $0.size == nil }.count
         var parts = ["\(complete)/\(status.files.count) complete"]
         if failed > 0 { parts.append("\(failed) failed") }
+        if waiting > 0 { parts.append("\(waiting) waiting for space") }
         var bytes = HumanBytes.format(status.cachedBytes) + " / " + HumanBytes.format(status.totalBytes)
         if unknownSizes == 0, status.totalBytes > 0 {
             bytes += " (\(percent(status.cachedBytes, of: status.totalBytes))%)"
@@ -76,7 +81,17 @@ public enum StatusReport {
         if unknownSizes > 0 { parts.append(unknownSizes == 1 ? "1 size unknown" : "\(unknownSizes) sizes unknown") }
         if status.bytesPerSecond > 0 { parts.append(HumanBytes.rate(status.bytesPerSecond)) }
         if status.paused { parts.append("paused") }
-        return "total: " + parts.joined(separator: ", ")
+        let cache = status.cache.map { "; " + cacheText($0) } ?? ""
+        return "total: " + parts.joined(separator: ", ") + cache
+    }
+
+    /// `cache 52.5 MiB (max 1.0 GiB), 3.1 GiB free (floor 4.0 GiB), 12.0 MiB read without storing`.
+    static func cacheText(_ cache: CacheSpaceStatus) -> String {
+        var text = "cache " + HumanBytes.format(cache.cachedBytes)
+        if let max = cache.maxBytes { text += " (max \(HumanBytes.format(max)))" }
+        text += ", " + (cache.freeBytes.map(HumanBytes.format) ?? "?") + " free (floor \(HumanBytes.format(cache.minFreeBytes)))"
+        if cache.readThroughBytes > 0 { text += ", \(HumanBytes.format(cache.readThroughBytes)) read without storing" }
+        return text
     }
 
     /// The status for scripts: pretty, with sorted keys so that output diffs cleanly.

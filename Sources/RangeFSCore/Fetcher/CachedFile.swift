@@ -21,6 +21,7 @@ public final class CachedFile: Sendable {
     private let dataName: String
     private let environment: FetchEnvironment
     private let events: CachedFileEvents
+    private let budget: CacheBudget
     private let state: Mutex<State>
 
     private struct State {
@@ -56,6 +57,8 @@ public final class CachedFile: Sendable {
         /// Transfers that failed where `source` points, waiting while the manifest URL is asked
         /// again where it leads now (one probe at a time), with the error each one met.
         var awaitingSource: [Int: RemoteError] = [:]
+        /// Background work on it stopped at the cache's limits; it goes on once there is room.
+        var waitingForSpace = false
     }
 
     /// A range request in flight; `written` bytes from its start are in the data file.
@@ -71,6 +74,10 @@ public final class CachedFile: Sendable {
         var attempts = 1
         /// How often a failure sent it to ask where the file is now (bounded: no endless loop).
         var sourceLookups = 0
+        /// Bytes the budget promised this (background) transfer and that it has not written yet.
+        var reserved: UInt64 = 0
+        /// Stopped because the cache had no room for its bytes: not a failure.
+        var stoppedForSpace = false
         /// When its first byte arrived, to tell how fast it moves.
         var firstByteAt: ContinuousClock.Instant?
         var frontier: UInt64 { bytes.lowerBound + written }
@@ -106,15 +113,18 @@ public final class CachedFile: Sendable {
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
         case reply(ReadCompletion, Result<ReadyBytes, FetchError>)
+        /// The cache has no room for these bytes: the reader gets them from the network, unstored.
+        case readThrough(Range<UInt64>, ReadCompletion)
         case commit
     }
 
     init(record: CachedFileRecord, url: URL, headers: [String: String], expectedSHA256: String? = nil,
-         environment: FetchEnvironment, serverIgnoresRanges: Bool, events: CachedFileEvents) {
+         environment: FetchEnvironment, budget: CacheBudget, serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
         self.headers = headers
         self.environment = environment
         self.events = events
+        self.budget = budget
         dataName = record.dataName
         layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
         modified = record.modified.map { Date(timeIntervalSince1970: $0) }
@@ -151,7 +161,8 @@ public final class CachedFile: Sendable {
                                       complete: state.complete,
                                       activeTransfers: state.transfers.count,
                                       lastFailure: state.invalidated ?? state.lastFailure,
-                                      bytesPerSecond: state.rate.bytesPerSecond(at: now))
+                                      bytesPerSecond: state.rate.bytesPerSecond(at: now),
+                                      waitingForSpace: state.waitingForSpace)
         }
     }
 
@@ -221,6 +232,12 @@ public final class CachedFile: Sendable {
     /// (plus up to `readAhead` bytes after it, for a sequential reader) in as few requests as possible.
     public func read(_ requested: Range<UInt64>, readAhead: UInt64, completion: @escaping ReadCompletion) {
         let bytes = requested.clamped(to: 0..<layout.fileSize)
+        var readAhead = readAhead
+        switch roomForRead(bytes, readAhead: readAhead) {
+        case .store: break
+        case .storeWithoutReadAhead: readAhead = 0
+        case .readThrough: return readThrough(bytes, completion)
+        }
         let actions = state.withLock { state -> [Action] in
             if let reason = state.invalidated {
                 let advice = state.rejected ? "" : "; open the file again"
@@ -258,6 +275,42 @@ public final class CachedFile: Sendable {
             return actions
         }
         perform(actions)
+    }
+
+    private enum ReadRoom { case store, storeWithoutReadAhead, readThrough }
+
+    /// Whether the cache has room for the blocks a read would store (and its read-ahead),
+    /// after evicting least recently used files nobody has open if it has not. Outside the
+    /// lock: eviction takes other files' locks.
+    private func roomForRead(_ bytes: Range<UInt64>, readAhead: UInt64) -> ReadRoom {
+        let missing = state.withLock { state -> UInt64 in
+            guard !state.complete, !state.streamOnly, state.invalidated == nil, !bytes.isEmpty,
+                  !isAvailable(bytes, in: state) else { return 0 }
+            return UInt64(layout.byteRange(ofBlocks: layout.blocks(covering: bytes)).count)
+        }
+        guard missing > 0 else { return .store }
+        if !budget.hasRoom(for: missing + readAhead) { events.makeRoom(missing + readAhead) }
+        if budget.hasRoom(for: missing + readAhead) {
+            budget.storing()
+            return .store
+        }
+        return budget.hasRoom(for: missing) ? .storeWithoutReadAhead : .readThrough
+    }
+
+    /// Serves `bytes` from the network without storing them (the cache has no room).
+    private func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
+        let source = state.withLock { $0.source }
+        let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
+                                 fileSize: layout.fileSize, validator: source.validator, environment: environment, budget: budget)
+        reader.fetch(bytes, changed: { [self] why in
+            perform(state.withLock { state in invalidate(because: why, in: &state) })
+        }, completion: completion)
+    }
+
+    /// Background work on this file stopped (or may go on) for lack of room, as the
+    /// prefetcher found; a complete file waits for nothing.
+    public func setWaitingForSpace(_ waiting: Bool) {
+        state.withLock { state in state.waitingForSpace = waiting && !state.complete }
     }
 
     /// True when every byte is in the data file: in an available block, or already written
@@ -471,10 +524,17 @@ public final class CachedFile: Sendable {
                     start = end
                     continue
                 }
+                // Background work never digs below the floor: it waits for room instead.
+                guard budget.reserve(UInt64(piece.count)) else {
+                    state.waitingForSpace = true
+                    return nil
+                }
+                state.waitingForSpace = false
                 let id = state.nextTransferID
                 state.nextTransferID += 1
-                let transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
+                var transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
                                         urgency: TransferUrgency(.background), onFinish: onFinish)
+                transfer.reserved = UInt64(piece.count)
                 state.transfers[id] = transfer
                 return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
             }
@@ -520,6 +580,8 @@ public final class CachedFile: Sendable {
                 observer(succeeded)
             case .reply(let completion, let result):
                 completion(result)
+            case .readThrough(let bytes, let completion):
+                readThrough(bytes, completion)
             case .commit:
                 environment.committer.schedule { [self] in commit() }
             }
@@ -541,10 +603,20 @@ public final class CachedFile: Sendable {
 
     /// Stores bytes as they arrive and answers every read they complete.
     private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64) -> Bool {
-        guard let file = state.withLock({ $0.dataFile }) else { return false }
+        let count = UInt64(data.count)
+        guard let target = state.withLock({ state -> (file: DataFile, promised: UInt64)? in
+            guard let file = state.dataFile else { return nil }
+            let promised = min(state.transfers[id]?.reserved ?? 0, count)
+            state.transfers[id]?.reserved -= promised
+            return (file, promised)
+        }) else { return false }
+        let (file, promised) = target
+        // Nothing is written below the floor, also when another program filled the disk meanwhile.
+        guard budget.claim(count, reservedPart: promised) else { return stopForSpace(transfer: id) }
         do {
             try file.write(data, at: offset)
         } catch {
+            if CacheBudget.isOutOfSpace(error) { return stopForSpace(transfer: id) }
             environment.logger.error("\(error)")
             state.withLock { $0.lastFailure = "\(error)" }
             return false
@@ -571,14 +643,56 @@ public final class CachedFile: Sendable {
         return true
     }
 
+    /// Ends a transfer whose bytes the cache has no room for (its client sees a refusing sink).
+    private func stopForSpace(transfer id: Int) -> Bool {
+        state.withLock { $0.transfers[id]?.stoppedForSpace = true }
+        return false
+    }
+
+    /// A transfer stopped for lack of room: nothing failed. Its readers get their bytes from the
+    /// network unstored; background work on the file waits for space.
+    private func endedForSpace(_ transfer: Transfer, id: Int, in state: inout State) -> [Action] {
+        state.transfers[id] = nil
+        budget.release(transfer.reserved)
+        var actions = answerWaiters(in: &state, overlapping: transfer.bytes)
+        actions += readThroughOrphanedWaiters(in: &state)
+        if let observer = transfer.onFinish {
+            state.waitingForSpace = true
+            actions.append(.notify(observer, true))
+        }
+        if state.uncommittedBytes > 0, !state.commitScheduled, state.transfers.isEmpty {
+            state.commitScheduled = true
+            actions.append(.commit)
+        }
+        return actions
+    }
+
+    /// Readers waiting for bytes that no transfer brings any more get them from the network
+    /// without storing (the cache had no room to keep them).
+    private func readThroughOrphanedWaiters(in state: inout State) -> [Action] {
+        var actions: [Action] = []
+        var waiting: [Waiter] = []
+        for waiter in state.waiters {
+            if missingPieces(of: waiter.bytes, in: state, allInFlight: true).isEmpty {
+                waiting.append(waiter)
+            } else {
+                actions.append(.readThrough(waiter.bytes, waiter.completion))
+            }
+        }
+        state.waiters = waiting
+        return actions
+    }
+
     private func finished(transfer id: Int, _ result: Result<Void, RemoteError>) {
         let actions = state.withLock { state -> [Action] in
             guard var transfer = state.transfers[id] else { return [] }
+            if transfer.stoppedForSpace { return endedForSpace(transfer, id: id, in: &state) }
             var actions: [Action] = []
             var ended = true
             switch result {
             case .success:
                 state.transfers[id] = nil
+                budget.release(transfer.reserved)
                 state.lastFailure = nil
             case .failure(let error):
                 let remainder = transfer.frontier..<transfer.bytes.upperBound
@@ -602,6 +716,7 @@ public final class CachedFile: Sendable {
                     ended = false
                 } else {
                     state.transfers[id] = nil
+                    budget.release(transfer.reserved)
                     actions += handleFinalFailure(error, of: remainder, in: &state)
                 }
             }
@@ -872,6 +987,7 @@ public final class CachedFile: Sendable {
             state.withLock { state in
                 state.durable = snapshot
                 state.complete = complete
+                if complete { state.waitingForSpace = false }
                 closeIfIdle(&state)
             }
             if complete {
@@ -881,14 +997,23 @@ public final class CachedFile: Sendable {
             // The data may not be on disk (a full disk shows up here, at writeback): trust only
             // what is durable, so those blocks are fetched again rather than served from a hole.
             environment.logger.error("cannot commit cached blocks of \(url.redactedForDisplay): \(error)")
+            let outOfSpace = CacheBudget.isOutOfSpace(error)
             let (dropped, actions) = state.withLock { state -> (UInt64, [Action]) in
                 let dropped = cachedBytes(of: state.available) - cachedBytes(of: state.durable)
                 state.available = state.durable
                 state.partial = [:]
-                state.lastFailure = "\(error)"
                 // Readers whose bytes were just dropped and that no transfer will bring again
-                // fail now: fetching again into a cache that cannot keep data would not end.
-                let orphaned = failOrphanedWaiters(in: &state, error: FetchError("\(url.redactedForDisplay): cannot keep fetched data: \(error)"))
+                // are answered now: from the network, unstored, when the disk is full (that is
+                // no failure of the file); else they fail, as fetching again into a cache that
+                // cannot keep data would not end.
+                let orphaned: [Action]
+                if outOfSpace {
+                    state.waitingForSpace = true
+                    orphaned = readThroughOrphanedWaiters(in: &state)
+                } else {
+                    state.lastFailure = "\(error)"
+                    orphaned = failOrphanedWaiters(in: &state, error: FetchError("\(url.redactedForDisplay): cannot keep fetched data: \(error)"))
+                }
                 closeIfIdle(&state)
                 return (dropped, orphaned)
             }
@@ -1023,6 +1148,8 @@ struct CachedFileEvents: Sendable {
     var rangesIgnored: @Sendable (CachedFile) -> Void
     /// Its cached bytes grew or shrank by this much.
     var cachedBytesChanged: @Sendable (Int64) -> Void
+    /// A read needs room for this many bytes: evict idle files until they fit (or nothing more can go). Returns when done.
+    var makeRoom: @Sendable (UInt64) -> Void
 }
 
 /// A point-in-time view of a cached file, for status and extended attributes.
@@ -1033,9 +1160,12 @@ public struct CachedFileSnapshot: Sendable {
     public var activeTransfers: Int
     public var lastFailure: String?
     public var bytesPerSecond: UInt64
+    /// Background work stopped at the cache's limits and goes on when there is room.
+    public var waitingForSpace = false
 
     public var state: CacheState {
         if complete { return .complete }
+        if waitingForSpace { return .waitingForSpace }
         if lastFailure != nil, activeTransfers == 0 { return .failed }
         return cachedBytes > 0 ? .partial : .remote
     }

@@ -278,9 +278,10 @@ public final class FileCatalog: Sendable {
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
                                       rejected: { [self] file in remoteChangeHandler.withLock { $0 }?(file.url) },
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
-                                      cachedBytesChanged: { [self] delta in cachedBytesChanged(by: delta) })
+                                      cachedBytesChanged: { [self] delta in cachedBytesChanged(by: delta) },
+                                      makeRoom: { [self] bytes in makeRoom(forRead: bytes) })
         return CachedFile(record: record, url: entry.url, headers: entry.headers, expectedSHA256: entry.sha256,
-                          environment: environment, serverIgnoresRanges: ignoresRanges, events: events)
+                          environment: environment, budget: budget, serverIgnoresRanges: ignoresRanges, events: events)
     }
 
     /// `scheme://host:port`: servers ignore ranges as a whole, not per file.
@@ -331,10 +332,12 @@ public final class FileCatalog: Sendable {
     // MARK: Keeping within the limits
 
     private let evictionScheduled = Mutex(false)
+    /// When a read last found nothing to evict: reads at the limits do not search again at once.
+    private let futileEviction = Mutex<ContinuousClock.Instant?>(nil)
 
     private func cachedBytesChanged(by delta: Int64) {
         budget.add(delta)
-        guard delta > 0, !budget.limits.isUnlimited, budget.excess > 0 else { return }
+        guard delta > 0, budget.excess > 0 else { return }
         let first = evictionScheduled.withLock { scheduled in
             defer { scheduled = true }
             return !scheduled
@@ -346,26 +349,38 @@ public final class FileCatalog: Sendable {
         }
     }
 
+    /// A read needs `bytes` more than fit: evicts for it and waits, unless a search a moment
+    /// ago found nothing that could go.
+    private func makeRoom(forRead bytes: UInt64) {
+        if let last = futileEviction.withLock({ $0 }), ContinuousClock.now - last < .seconds(1) { return }
+        let left = environment.committer.sync { makeRoom(extra: bytes) }
+        futileEviction.withLock { $0 = left > 0 ? ContinuousClock.now : nil }
+    }
+
     /// Evicts least recently used files nobody is using, partial ones first, until the cache is
-    /// within its limits (or nothing more can go). Runs on the committer's queue.
-    private func makeRoom() {
-        var excess = budget.excess
-        guard excess > 0 else { return }
+    /// within its limits with room for `extra` more bytes (or nothing more can go). Returns the
+    /// bytes still missing. Runs on the committer's queue.
+    @discardableResult
+    private func makeRoom(extra: UInt64 = 0) -> UInt64 {
+        var excess = budget.shortfall(extra: extra)
+        guard excess > 0 else { return 0 }
         let candidates: [CachedFileRecord]
         do {
             candidates = try environment.store.evictionCandidates()
         } catch {
             environment.logger.error("cannot choose files to evict: \(error)")
-            return
+            return excess
         }
         for record in candidates where excess > 0 {
             guard let freed = evict(record) else { continue }
             environment.logger.info("evicted \(URL(string: record.url)?.redactedForDisplay ?? "a file") (\(freed) bytes) to keep the cache within its limits")
-            excess = budget.excess
+            excess = budget.shortfall(extra: extra)
         }
-        if excess > 0 {
+        // A read that finds no room is served without storing, and says so itself.
+        if excess > 0, extra == 0 {
             environment.logger.warning("the cache is \(excess) bytes over its limits and every cached file is in use or pinned")
         }
+        return excess
     }
 
     /// Drops a file's cached data if nobody uses it; returns the bytes freed.

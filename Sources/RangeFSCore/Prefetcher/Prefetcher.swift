@@ -27,6 +27,8 @@ public final class Prefetcher: Sendable {
         /// After a file is opened, background work on it waits this long: the reader's first
         /// request, which usually follows at once, then gets the idle connection and the link.
         public var openGrace: Duration = .milliseconds(15)
+        /// How often background work that stopped at the cache's limits looks for room again.
+        public var spacePollInterval: Duration = .seconds(1)
 
         public init() {}
     }
@@ -49,6 +51,8 @@ public final class Prefetcher: Sendable {
         var restingUntil: [String: ContinuousClock.Instant] = [:]
         /// Entries to complete first (pinned ones).
         var urgent: [Int] = []
+        /// Stopped at the cache's limits (free-space floor or size limit) until there is room.
+        var waitingForSpace = false
     }
 
     private let client: any RemoteClient
@@ -147,10 +151,60 @@ public final class Prefetcher: Sendable {
         while reserveSlot() {
             if !startNext() {
                 releaseSlot()
-                wakeAfterRest()
+                if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
+                    wakeAfterRest()
+                } else {
+                    waitForSpace()
+                }
                 return
             }
         }
+    }
+
+    // MARK: Waiting for space
+
+    /// The cache has no room for another chunk: the files background work would fetch show
+    /// `waiting for space`, and the free space is looked at again now and then. Nothing is
+    /// evicted for background work and nothing fails.
+    private func waitForSpace() {
+        let first = state.withLock { state -> Bool in
+            guard !state.stopped, !state.waitingForSpace else { return false }
+            state.waitingForSpace = true
+            return true
+        }
+        guard first else { return }
+        let files = filesAwaitingWork()
+        for file in files { file.setWaitingForSpace(true) }
+        logger.info("the cache is at its limits (free-space floor or size limit): background fetching of \(files.count) file(s) waits for space")
+        pollForSpace()
+    }
+
+    private func pollForSpace() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.spacePollInterval.timeInterval) { [self] in
+            guard !state.withLock({ $0.stopped }) else { return }
+            guard catalog.budget.hasRoom(for: configuration.chunkBytes) else { return pollForSpace() }
+            state.withLock { $0.waitingForSpace = false }
+            for file in filesAwaitingWork() { file.setWaitingForSpace(false) }
+            logger.info("there is room in the cache again: background fetching goes on")
+            pump()
+        }
+    }
+
+    private func hasWorkLeft() -> Bool {
+        let listed = state.withLock { !$0.urgent.isEmpty || (configuration.policy == .all && !$0.pending.isEmpty) }
+        return listed || !filesAwaitingWork().isEmpty
+    }
+
+    /// The incomplete files whose size is known that background work would go on with:
+    /// pinned ones, those in use, and under policy `all` the rest of the manifest.
+    private func filesAwaitingWork() -> [CachedFile] {
+        let (urgent, pending) = state.withLock { ($0.urgent, $0.pending) }
+        var entries = urgent
+        if configuration.policy == .all { entries += pending }
+        var files = entries.compactMap { catalog.knownFile(forEntry: $0) }
+        if configuration.policy != .none { files += catalog.filesInUse() }
+        var seen = Set<ObjectIdentifier>()
+        return files.filter { !$0.isComplete && seen.insert(ObjectIdentifier($0)).inserted }
     }
 
     /// Files left alone after a failure get their next try when their rest ends.

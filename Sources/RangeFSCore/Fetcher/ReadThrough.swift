@@ -1,0 +1,51 @@
+import Foundation
+import Logging
+
+/// A read the cache has no room for: its bytes come from the network into memory and go to
+/// the reader without being stored. Only what the read asked for is fetched (no read-ahead),
+/// and it is held only until the reply is sent, so memory stays bounded by the reads in flight.
+struct ReadThrough: Sendable {
+    let url: URL
+    let headers: [String: String]
+    let fileSize: UInt64
+    let validator: RemoteValidator
+    let environment: FetchEnvironment
+    let budget: CacheBudget
+
+    /// Fetches `bytes` and answers `completion`, retrying transient errors as the cache's own
+    /// transfers do; `changed` hears why when the server has another version of the file.
+    func fetch(_ bytes: Range<UInt64>, attempt: Int = 1, changed: @escaping @Sendable (String) -> Void,
+               completion: @escaping ReadCompletion) {
+        guard !bytes.isEmpty else { return completion(.failure(FetchError("\(url.redactedForDisplay): empty read"))) }
+        let memory: DataFile
+        do {
+            memory = try DataFile.inMemory(size: bytes.upperBound)
+        } catch {
+            return completion(.failure(FetchError("\(url.redactedForDisplay): \(error)")))
+        }
+        let request = RangeRequest(url: url, headers: headers, range: bytes, expectedSize: fileSize, validator: validator)
+        environment.client.fetch(request, sink: { data, offset in
+            (try? memory.write(data, at: offset)) != nil
+        }, completion: { result in
+            switch result {
+            case .success:
+                if budget.readThrough(UInt64(bytes.count)) {
+                    environment.logger.warning("the cache has no room (its disk is down to the free-space floor or it is at its size limit) and nothing can be evicted: reads are served from the network without being stored")
+                }
+                completion(.success(ReadyBytes(file: memory, range: bytes)))
+            case .failure(let error):
+                if case .changed(let why) = error { changed(why) }
+                if error.isTransient, attempt < environment.policy.maxAttempts {
+                    let delay = environment.policy.retryDelay(attempt: attempt + 1)
+                    DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
+                        fetch(bytes, attempt: attempt + 1, changed: changed, completion: completion)
+                    }
+                    return
+                }
+                environment.logger.error("GET \(url.redactedForDisplay) bytes \(bytes.lowerBound)-\(bytes.upperBound - 1) (not stored) failed: \(error)")
+                let advice = if case .changed = error { "; open the file again" } else { "" }
+                completion(.failure(FetchError("\(url.redactedForDisplay): \(error)\(advice)")))
+            }
+        })
+    }
+}
