@@ -7,7 +7,7 @@ private let gibibyte: UInt64 = 1 << 30
 
 // MARK: The default floor
 
-@Test("the default floor is 15% of the filesystem, at most 4 GiB, never below the database's room")
+@Test("the default floor is 15% of the filesystem, at most 4 GiB; data stops the database's room above it")
 func defaultFloor() {
     let floor = FreeSpaceFloor.standard
     // A 32 GB SD card: 15% would be 4.8 GB, the cap keeps 4 GiB.
@@ -16,34 +16,36 @@ func defaultFloor() {
     #expect(floor.bytes(ofFilesystem: 4_000_000_000_000) == 4 * gibibyte)
     // A 200 MB partition: 30 MB.
     #expect(floor.bytes(ofFilesystem: 200_000_000) == 30_000_000)
-    // A 16 MiB tmpfs: 15% is 2.4 MiB, less than the database's room.
-    #expect(floor.bytes(ofFilesystem: 16 * mebibyte) == FreeSpaceFloor.databaseRoom)
+    // A 16 MiB tmpfs: 2.4 MiB, and data writes stop 4 MiB above that.
+    #expect(floor.bytes(ofFilesystem: 16 * mebibyte) == 16 * mebibyte * 15 / 100)
+    #expect(floor.dataLimit(ofFilesystem: 16 * mebibyte) == 16 * mebibyte * 15 / 100 + FreeSpaceFloor.databaseRoom)
     // Exact for sizes that are not a multiple of 100, and no overflow at the top.
     #expect(floor.bytes(ofFilesystem: 100 * mebibyte + 99) == (100 * mebibyte + 99) * 15 / 100)
     #expect(floor.bytes(ofFilesystem: UInt64.max) == 4 * gibibyte)
 }
 
-@Test("--cache-min-free: a fixed floor; 0 turns it off but leaves the database its room")
+@Test("--cache-min-free: a fixed floor; 0 turns it off but data still leaves the database its room")
 func explicitFloor() {
     #expect(FreeSpaceFloor.bytes(5 * gibibyte).bytes(ofFilesystem: 4_000_000_000_000) == 5 * gibibyte)
-    #expect(FreeSpaceFloor.bytes(0).bytes(ofFilesystem: 4_000_000_000_000) == FreeSpaceFloor.databaseRoom)
-    #expect(FreeSpaceFloor.bytes(0).bytes(ofFilesystem: 0) == FreeSpaceFloor.databaseRoom)
+    #expect(FreeSpaceFloor.bytes(0).bytes(ofFilesystem: 4_000_000_000_000) == 0)
+    #expect(FreeSpaceFloor.bytes(0).dataLimit(ofFilesystem: 0) == FreeSpaceFloor.databaseRoom)
 }
 
 // MARK: Budget decisions
 
 @Test("shortfall: what must be evicted before more bytes fit, by the size limit and by the floor")
 func shortfallDecisions() {
-    let space = FilesystemSpace(free: 100 * mebibyte, size: 1000 * mebibyte)   // floor: 150 MiB
+    // Floor 150 MiB; data stops at 154 MiB free (the database's 4 MiB above the floor).
+    let space = FilesystemSpace(free: 100 * mebibyte, size: 1000 * mebibyte)
     let floorOnly = CacheLimits(minFree: .standard)
-    // Already 50 MiB under the floor: that much must go, and every extra byte on top.
-    #expect(floorOnly.shortfall(cached: 0, space: space) == 50 * mebibyte)
-    #expect(floorOnly.shortfall(cached: 0, extra: mebibyte, space: space) == 51 * mebibyte)
-    // Above the floor: room for what is left above it, reservations counted.
+    // Already 54 MiB under the data limit: that much must go, and every extra byte on top.
+    #expect(floorOnly.shortfall(cached: 0, space: space) == 54 * mebibyte)
+    #expect(floorOnly.shortfall(cached: 0, extra: mebibyte, space: space) == 55 * mebibyte)
+    // Above it: room for what is left, reservations counted.
     let roomy = FilesystemSpace(free: 200 * mebibyte, size: 1000 * mebibyte)
-    #expect(floorOnly.shortfall(cached: 0, extra: 50 * mebibyte, space: roomy) == 0)
-    #expect(floorOnly.shortfall(cached: 0, extra: 50 * mebibyte + 1, space: roomy) == 1)
-    #expect(floorOnly.shortfall(cached: 0, reserved: 20 * mebibyte, extra: 40 * mebibyte, space: roomy) == 10 * mebibyte)
+    #expect(floorOnly.shortfall(cached: 0, extra: 46 * mebibyte, space: roomy) == 0)
+    #expect(floorOnly.shortfall(cached: 0, extra: 46 * mebibyte + 1, space: roomy) == 1)
+    #expect(floorOnly.shortfall(cached: 0, reserved: 20 * mebibyte, extra: 40 * mebibyte, space: roomy) == 14 * mebibyte)
     // The size limit alone, and both: the larger shortfall decides.
     let sized = CacheLimits(maxBytes: 64 * mebibyte)
     #expect(sized.shortfall(cached: 60 * mebibyte, extra: 4 * mebibyte, space: nil) == 0)
@@ -51,7 +53,7 @@ func shortfallDecisions() {
     #expect(sized.shortfall(cached: 70 * mebibyte, space: nil) == 6 * mebibyte)
     let both = CacheLimits(maxBytes: 64 * mebibyte, minFree: .standard)
     #expect(both.shortfall(cached: 60 * mebibyte, extra: 8 * mebibyte, space: roomy) == 4 * mebibyte)
-    #expect(both.shortfall(cached: 10 * mebibyte, extra: 8 * mebibyte, space: space) == 58 * mebibyte)
+    #expect(both.shortfall(cached: 10 * mebibyte, extra: 8 * mebibyte, space: space) == 62 * mebibyte)
     // A filesystem that cannot be read limits nothing but the size.
     #expect(floorOnly.shortfall(cached: UInt64.max, extra: UInt64.max, space: nil) == 0)
 }
@@ -86,7 +88,7 @@ func budgetOnARealDirectory() throws {
     #expect(sized.readThrough(8192))
     let status = sized.status
     #expect(status.readThroughBytes == 16384 && status.cachedBytes == mebibyte && status.maxBytes == 8 * mebibyte)
-    #expect(status.freeBytes != nil && status.minFreeBytes == FreeSpaceFloor.databaseRoom)
+    #expect(status.freeBytes != nil && status.minFreeBytes == 0)
 }
 
 @Test("a full disk is told apart from other storage errors")

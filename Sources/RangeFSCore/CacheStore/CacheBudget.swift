@@ -14,19 +14,23 @@ public enum FreeSpaceFloor: Sendable, Equatable {
     /// than 600 GB, and a 200 MB partition 30 MB.
     public static let standard = FreeSpaceFloor.share(percent: 15, cap: 4 << 30)
 
-    /// Room always left for the cache database's own commits, whatever the floor: SQLite's
-    /// write-ahead log grows to about 4 MiB between checkpoints, and a commit that finds no
-    /// room fails with "database or disk is full".
+    /// Room kept apart above the floor for the cache database's own commits (and the log):
+    /// data writes stop this much above the floor, so those small writes never take the
+    /// floor's space either. SQLite's write-ahead log grows to about 4 MiB between
+    /// checkpoints, and a commit that finds no room fails with "database or disk is full".
     public static let databaseRoom: UInt64 = 4 << 20
 
-    /// The free space data writes must leave on a filesystem of `size` bytes.
+    /// The floor on a filesystem of `size` bytes.
     public func bytes(ofFilesystem size: UInt64) -> UInt64 {
-        let floor: UInt64
         switch self {
-        case .bytes(let bytes): floor = bytes
-        case .share(let percent, let cap): floor = min(cap, size / 100 * percent + size % 100 * percent / 100)
+        case .bytes(let bytes): return bytes
+        case .share(let percent, let cap): return min(cap, size / 100 * percent + size % 100 * percent / 100)
         }
-        return max(floor, Self.databaseRoom)
+    }
+
+    /// The free space data writes leave: the floor and the database's room above it.
+    func dataLimit(ofFilesystem size: UInt64) -> UInt64 {
+        bytes(ofFilesystem: size) &+ Self.databaseRoom
     }
 }
 
@@ -49,7 +53,7 @@ public struct CacheLimits: Sendable, Equatable {
             missing = (cached &+ reserved &+ extra).subtractingClamped(maxBytes)
         }
         if let space {
-            let floor = minFree.bytes(ofFilesystem: space.size)
+            let floor = minFree.dataLimit(ofFilesystem: space.size)
             missing = max(missing, (floor &+ reserved &+ extra).subtractingClamped(space.free))
         }
         return missing
@@ -167,13 +171,15 @@ public final class CacheBudget: Sendable {
     }
 
     /// Asks to write `bytes` that just arrived (of which `reservedPart` were promised to their
-    /// transfer). False when writing them would take free space below the floor: they must not
-    /// be written. Another program may have filled the disk since the transfer started.
+    /// transfer). False when writing them would take free space below the floor, or the cache
+    /// past its size limit: they must not be written. Another program may have filled the disk
+    /// since the transfer started. What others were promised does not count here: a reader's
+    /// bytes go before background work.
     func claim(_ bytes: UInt64, reservedPart: UInt64) -> Bool {
         counters.withLock { counters in
             counters.reserved = counters.reserved.subtractingClamped(reservedPart)
             let space = estimatedSpace(&counters)
-            if let space, limits.shortfall(cached: 0, extra: bytes, space: space) > 0 { return false }
+            if limits.shortfall(cached: counters.cached, extra: bytes, space: space) > 0 { return false }
             counters.writtenSinceSample += bytes
             return true
         }
@@ -215,7 +221,7 @@ public final class CacheBudget: Sendable {
         let space = FilesystemSpace.of(directory)
         return counters.withLock { counters in
             CacheSpaceStatus(cachedBytes: counters.cached, maxBytes: limits.maxBytes, freeBytes: space?.free,
-                             minFreeBytes: space.map { limits.minFree.bytes(ofFilesystem: $0.size) } ?? FreeSpaceFloor.databaseRoom,
+                             minFreeBytes: space.map { limits.minFree.bytes(ofFilesystem: $0.size) } ?? 0,
                              readThroughBytes: counters.readThroughBytes)
         }
     }

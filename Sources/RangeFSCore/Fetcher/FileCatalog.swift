@@ -127,6 +127,8 @@ public final class FileCatalog: Sendable {
                         usage.openHandles[key, default: 1] -= 1
                         if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
                     }
+                    // A closed file may be evicted now: the next read at the limits looks again.
+                    futileEviction.withLock { $0 = nil }
                 }
                 activityHandler.withLock { $0 }?()
                 return handle
@@ -337,7 +339,13 @@ public final class FileCatalog: Sendable {
 
     private func cachedBytesChanged(by delta: Int64) {
         budget.add(delta)
-        guard delta > 0, budget.excess > 0 else { return }
+        if delta > 0 { keepWithinLimits() }
+    }
+
+    /// Evicts (on the committer's queue) if the cache is over its limits: after it grew, or
+    /// when another program took the free space below the floor.
+    public func keepWithinLimits() {
+        guard budget.excess > 0 else { return }
         let first = evictionScheduled.withLock { scheduled in
             defer { scheduled = true }
             return !scheduled

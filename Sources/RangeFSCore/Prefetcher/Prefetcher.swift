@@ -182,6 +182,8 @@ public final class Prefetcher: Sendable {
     private func pollForSpace() {
         DispatchQueue.global().asyncAfter(deadline: .now() + configuration.spacePollInterval.timeInterval) { [self] in
             guard !state.withLock({ $0.stopped }) else { return }
+            // Another program may have taken the free space below the floor: give it back.
+            catalog.keepWithinLimits()
             guard catalog.budget.hasRoom(for: configuration.chunkBytes) else { return pollForSpace() }
             state.withLock { $0.waitingForSpace = false }
             for file in filesAwaitingWork() { file.setWaitingForSpace(false) }
