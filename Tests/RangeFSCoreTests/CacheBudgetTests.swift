@@ -41,6 +41,9 @@ func shortfallDecisions() {
     // Already 54 MiB under the data limit: that much must go, and every extra byte on top.
     #expect(floorOnly.shortfall(cached: 0, space: space) == 54 * mebibyte)
     #expect(floorOnly.shortfall(cached: 0, extra: mebibyte, space: space) == 55 * mebibyte)
+    // Eviction starts halfway into the database's room: measured with 2 MiB of room.
+    #expect(floorOnly.shortfall(cached: 0, space: space, room: 2 * mebibyte) == 52 * mebibyte)
+    #expect(floorOnly.shortfall(cached: 0, space: FilesystemSpace(free: 153 * mebibyte, size: 1000 * mebibyte), room: 2 * mebibyte) == 0)
     // Above it: room for what is left, reservations counted.
     let roomy = FilesystemSpace(free: 200 * mebibyte, size: 1000 * mebibyte)
     #expect(floorOnly.shortfall(cached: 0, extra: 46 * mebibyte, space: roomy) == 0)

@@ -39,7 +39,7 @@ extension RangeFSIntegrationTests {
         }
         crowd.expectWaitingNotFailed(waiting, mount: mount)
         let samples = sampler.stop()
-        print("floor, default options: \(samples)")
+        print("floor, default options: \(samples); \(mount.logLines(containing: "evicted").count) evictions logged")
         #expect(samples.count >= 10, "too few free-space samples: \(samples)")
         #expect(samples.lowestMargin >= 0, "free space went under the floor: \(samples)\(Check.daemonLog(mount))")
         let text = mount.statusText().stdout

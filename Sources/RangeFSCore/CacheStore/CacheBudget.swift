@@ -28,9 +28,9 @@ public enum FreeSpaceFloor: Sendable, Equatable {
         }
     }
 
-    /// The free space data writes leave: the floor and the database's room above it.
-    func dataLimit(ofFilesystem size: UInt64) -> UInt64 {
-        bytes(ofFilesystem: size) &+ Self.databaseRoom
+    /// The free space data writes leave: the floor and `room` above it (the database's).
+    func dataLimit(ofFilesystem size: UInt64, room: UInt64 = Self.databaseRoom) -> UInt64 {
+        bytes(ofFilesystem: size) &+ room
     }
 }
 
@@ -45,15 +45,16 @@ public struct CacheLimits: Sendable, Equatable {
         self.minFree = minFree
     }
 
-    /// Bytes that must be evicted before `extra` more may be stored (0 when they fit).
-    /// `reserved` bytes are promised to running background transfers.
-    public func shortfall(cached: UInt64, reserved: UInt64 = 0, extra: UInt64 = 0, space: FilesystemSpace?) -> UInt64 {
+    /// Bytes that must be evicted before `extra` more may be stored (0 when they fit), keeping
+    /// `room` free above the floor. `reserved` bytes are promised to running background transfers.
+    public func shortfall(cached: UInt64, reserved: UInt64 = 0, extra: UInt64 = 0, space: FilesystemSpace?,
+                          room: UInt64 = FreeSpaceFloor.databaseRoom) -> UInt64 {
         var missing: UInt64 = 0
         if let maxBytes {
             missing = (cached &+ reserved &+ extra).subtractingClamped(maxBytes)
         }
         if let space {
-            let floor = minFree.dataLimit(ofFilesystem: space.size)
+            let floor = minFree.dataLimit(ofFilesystem: space.size, room: room)
             missing = max(missing, (floor &+ reserved &+ extra).subtractingClamped(space.free))
         }
         return missing
@@ -91,6 +92,8 @@ extension UInt64 {
 public final class CacheBudget: Sendable {
     public let limits: CacheLimits
     private let directory: String
+    /// A leaf lock: taken under a cached file's state lock (reservations as transfers start and
+    /// end), and nothing is called while it is held.
     private let counters: Mutex<Counters>
 
     private struct Counters {
@@ -128,9 +131,17 @@ public final class CacheBudget: Sendable {
         }
     }
 
-    /// Bytes to evict now to get back within the limits; 0 when within them.
+    /// Bytes to evict now to get back within the limits; 0 when within them. Eviction starts
+    /// only once the free space is halfway into the database's room (another program took it:
+    /// a write rounded up to whole pages must not cost a file), and then gives back all of it.
     public var excess: UInt64 {
-        shortfall(extra: 0, countingReserved: false)
+        counters.withLock { counters in
+            let space = estimatedSpace(&counters)
+            guard limits.shortfall(cached: counters.cached, space: space, room: FreeSpaceFloor.databaseRoom / 2) > 0 else {
+                return 0
+            }
+            return limits.shortfall(cached: counters.cached, space: space)
+        }
     }
 
     /// Bytes to evict before `bytes` more fit.
