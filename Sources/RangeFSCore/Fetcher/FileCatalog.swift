@@ -357,9 +357,9 @@ public final class FileCatalog: Sendable {
         }
     }
 
-    /// A read needs `bytes` more than fit: evicts for it and waits, unless a search a moment
-    /// ago found nothing that could go.
-    private func makeRoom(forRead bytes: UInt64) {
+    /// A read (or a pinned file) needs `bytes` more than fit: evicts for it and waits, unless
+    /// a search a moment ago found nothing that could go. Not on the committer's queue.
+    func makeRoom(forRead bytes: UInt64) {
         if let last = futileEviction.withLock({ $0 }), ContinuousClock.now - last < .seconds(1) { return }
         let left = environment.committer.sync { makeRoom(extra: bytes) }
         futileEviction.withLock { $0 = left > 0 ? ContinuousClock.now : nil }

@@ -261,6 +261,10 @@ public final class Prefetcher: Sendable {
                 catalog.file(forEntry: index, priority: .background) { [self] result in finished(key, succeeded: result.isSuccess) }
                 return true
             }
+            // Pinning is the user's request, not speculation: like a read, it may evict what is not pinned.
+            if !file.isComplete, !catalog.budget.hasRoom(for: configuration.chunkBytes) {
+                catalog.makeRoom(forRead: configuration.chunkBytes)
+            }
             if startChunk(of: file) { return true }
             if file.isComplete { state.withLock { $0.urgent.removeAll { $0 == index } } }
         }
