@@ -9,9 +9,10 @@ struct StatusCommand: ParsableCommand {
         commandName: "status",
         abstract: "Show how much of each file of a mount is cached, and how fast it is arriving.",
         discussion: """
-        One line per file: its state (remote, partial, complete, or failed and why), the bytes \
-        cached out of its size, a progress bar and the current download rate; then the totals, \
-        and whether background fetching is paused. --watch redraws until Ctrl-C or until the \
+        One line per file: its state (remote, partial, complete, waiting for space, or failed \
+        and why), the bytes cached out of its size, a progress bar and the current download \
+        rate; then the totals, whether background fetching is paused, and the cache's size, \
+        the free space on its disk and the floor it keeps. --watch redraws until Ctrl-C or until the \
         mount goes away; --json prints the whole status for scripts.
 
         Examples:

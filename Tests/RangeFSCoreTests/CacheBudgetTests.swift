@@ -77,6 +77,8 @@ func budgetOnARealDirectory() throws {
     #expect(sized.reserve(6 * mebibyte))
     #expect(!sized.hasRoom(for: 4 * mebibyte))
     #expect(!sized.reserve(4 * mebibyte))
+    // A reader goes first: background promises do not count against it.
+    #expect(sized.hasRoom(forRead: 4 * mebibyte))
     #expect(sized.claim(mebibyte, reservedPart: mebibyte))
     sized.add(Int64(mebibyte))
     sized.release(5 * mebibyte)

@@ -29,15 +29,10 @@ extension RangeFSIntegrationTests {
             let stillCached = crowd.cachedBytes(of: crowd.files[0].name, in: mount) ?? 0
             #expect(stillCached >= heldCached, "the open file lost cached data: \(stillCached) < \(heldCached) bytes")
         }
-        let rest = try held.read(count: crowd.files[0].bytes.count - head.count)
-        #expect(rest == Data(crowd.files[0].bytes[head.count...]), "the held file's rest differs (\(rest.count) bytes)")
-        held.close()
+        try crowd.expectRestExact(of: crowd.files[0], from: held, after: head.count)
 
         // Background work stops at the floor: files wait for space, none fails.
-        let waiting = mount.waitForStatus(timeout: 60) { status in
-            status.files.contains { $0.state == .waitingForSpace } && status.files.allSatisfy { $0.bytesPerSecond == 0 }
-        }
-        crowd.expectWaitingNotFailed(waiting, mount: mount)
+        crowd.waitUntilWaitingForSpace(mount)
         let samples = sampler.stop()
         print("floor, default options: \(samples); \(mount.logLines(containing: "evicted").count) evictions logged")
         #expect(samples.count >= 10, "too few free-space samples: \(samples)")
@@ -69,14 +64,9 @@ extension RangeFSIntegrationTests {
         for file in crowd.files.dropFirst() {
             crowd.expectReadsExact(file, through: mount)
         }
-        let rest = try held.read(count: crowd.files[0].bytes.count - head.count)
-        #expect(rest == Data(crowd.files[0].bytes[head.count...]), "the held file's rest differs (\(rest.count) bytes)")
-        held.close()
+        try crowd.expectRestExact(of: crowd.files[0], from: held, after: head.count)
 
-        let waiting = mount.waitForStatus(timeout: 60) { status in
-            status.files.contains { $0.state == .waitingForSpace } && status.files.allSatisfy { $0.bytesPerSecond == 0 }
-        }
-        crowd.expectWaitingNotFailed(waiting, mount: mount)
+        let waiting = crowd.waitUntilWaitingForSpace(mount)
         let cache = waiting?.cache
         // Concurrent readers may each find the last room at once: a few blocks of slack.
         #expect((cache?.cachedBytes ?? .max) <= limit + (1 << 20), "the cache grew past its limit: \(String(describing: cache))")
@@ -99,23 +89,24 @@ extension RangeFSIntegrationTests {
         let mount = try crowd.mount(fx, options: ["--max-rate", "4M"])
         defer { mount.unmount() }
         // Let the prefetcher store something first, then take everything above the floor.
-        let started = mount.waitForStatus(timeout: 30) { ($0.cache?.cachedBytes ?? 0) >= 8 << 20 }
-        #expect((started?.cache?.cachedBytes ?? 0) >= 8 << 20, "the prefetcher stored nothing: \(crowd.describe(started))")
+        let started = mount.waitForStatus(timeout: 30) { ($0.cache?.cachedBytes ?? 0) >= 4 << 20 }
+        #expect((started?.cache?.cachedBytes ?? 0) >= 4 << 20, "the prefetcher stored nothing: \(crowd.describe(started))")
         let filler = (crowd.tmpfs.path as NSString).appendingPathComponent("filler")
         let filled = crowd.fillToFloor(at: filler)
-        #expect(filled >= 8 << 20, "fallocate beside the cache took only \(filled) bytes")
+        // At least a chunk (4 MiB), or freeing it would give background work no room to go on.
+        #expect(filled >= 4 << 20, "fallocate beside the cache took only \(filled) bytes")
         let afterFill = crowd.tmpfs.freeBytes
         defer { unlink(filler) }
-        // Transfers running at that moment may have taken some of the floor: the cache gives
-        // it back by evicting what nobody uses, and background work waits.
+        // The other program took the database's room above the floor too (and transfers running
+        // at that moment maybe some of the floor): the cache gives it back by evicting what
+        // nobody uses, and background work waits.
         let floor = Int(FloorFormula.floor(ofFilesystem: crowd.tmpfs.sizeBytes))
+        let room = Int(FreeSpaceFloor.databaseRoom)
         let deadline = Date().addingTimeInterval(15)
-        while crowd.tmpfs.freeBytes < floor, Date() < deadline { usleep(100_000) }
-        #expect(crowd.tmpfs.freeBytes >= floor, "free space stays under the floor: \(crowd.tmpfs.freeBytes) < \(floor)\(Check.daemonLog(mount))")
-        let settled = mount.waitForStatus(timeout: 30) { status in
-            status.files.contains { $0.state == .waitingForSpace } && status.files.allSatisfy { $0.bytesPerSecond == 0 }
-        }
-        crowd.expectWaitingNotFailed(settled, mount: mount)
+        while crowd.tmpfs.freeBytes < floor + room / 2, Date() < deadline { usleep(100_000) }
+        #expect(crowd.tmpfs.freeBytes >= floor + room / 2,
+                "the cache did not give back its database's room: \(crowd.tmpfs.freeBytes) free, floor \(floor)\(Check.daemonLog(mount))")
+        crowd.waitUntilWaitingForSpace(mount)
         let sampler = FreeSpaceSampler(path: crowd.tmpfs.path)
         for file in crowd.files.suffix(3) {
             crowd.expectReadsExact(file, through: mount)
@@ -123,14 +114,17 @@ extension RangeFSIntegrationTests {
         let samples = sampler.stop()
         print("floor, disk filled by another program (\(filled) bytes, \(afterFill) free right after): \(samples)")
         #expect(samples.lowestMargin >= 0, "free space went under the floor: \(samples)\(Check.daemonLog(mount))")
-        let before = mount.status().status?.cache?.cachedBytes ?? 0
+        let before = crowd.waitUntilWaitingForSpace(mount)?.cache?.cachedBytes ?? 0
 
-        // The other program lets go of its space: background work goes on without a remount.
+        // The other program lets go of its space: background work goes on without a remount
+        // and stores what fits, until less than a chunk (4 MiB) is left above the database's room.
         unlink(filler)
-        let growth = UInt64(filled / 2)
-        let resumed = mount.waitForStatus(timeout: 60) { ($0.cache?.cachedBytes ?? 0) >= before + growth }
-        #expect((resumed?.cache?.cachedBytes ?? 0) >= before + growth,
-                "the prefetcher did not go on after the space came back (\(before) bytes before): \(crowd.describe(resumed))\(Check.daemonLog(mount))")
+        let filledAgain = floor + room + (4 << 20) + (1 << 20)
+        let resumed = mount.waitForStatus(timeout: 60) { status in
+            (status.cache?.cachedBytes ?? 0) > before && crowd.tmpfs.freeBytes <= filledAgain
+        }
+        #expect((resumed?.cache?.cachedBytes ?? 0) > before && crowd.tmpfs.freeBytes <= filledAgain,
+                "the prefetcher did not go on after the space came back (\(before) bytes before, \(crowd.tmpfs.freeBytes) free): \(crowd.describe(resumed))\(Check.daemonLog(mount))")
         print("floor, disk filled by another program: read-through \(resumed?.cache?.readThroughBytes ?? 0) bytes")
         Check.succeeded(mount.unmount(), "rangefs unmount")
     }
@@ -173,6 +167,24 @@ private final class CrowdedCache {
             #expect(piece.succeeded && piece.bytes == Data(file.bytes[offset..<(offset + length)]),
                     "\(file.name) at \(offset)+\(length): \(piece)\(Check.daemonLog(mount))", sourceLocation: sourceLocation)
         }
+    }
+
+    /// Reads the rest of `file` from a reader that has read `done` bytes of it, and closes it.
+    func expectRestExact(of file: (name: String, bytes: [UInt8]), from held: HeldReader, after done: Int,
+                         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let rest = try held.read(count: file.bytes.count - done)
+        #expect(rest == Data(file.bytes[done...]), "the held file's rest differs (\(rest.count) bytes)", sourceLocation: sourceLocation)
+        held.close()
+    }
+
+    /// Waits until background work has stopped at the limits, and checks how that shows.
+    @discardableResult
+    func waitUntilWaitingForSpace(_ mount: Mount, sourceLocation: SourceLocation = #_sourceLocation) -> MountStatus? {
+        let status = mount.waitForStatus(timeout: 60) { status in
+            status.files.contains { $0.state == .waitingForSpace } && status.files.allSatisfy { $0.bytesPerSecond == 0 }
+        }
+        expectWaitingNotFailed(status, mount: mount, sourceLocation: sourceLocation)
+        return status
     }
 
     func cachedBytes(of name: String, in mount: Mount) -> UInt64? {

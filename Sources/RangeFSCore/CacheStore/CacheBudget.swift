@@ -156,6 +156,12 @@ public final class CacheBudget: Sendable {
         shortfall(extra: bytes, countingReserved: true) == 0
     }
 
+    /// Whether a reader's `bytes` fit: what background transfers were promised does not count,
+    /// as a reader goes first (their writes stop at the limits instead).
+    func hasRoom(forRead bytes: UInt64) -> Bool {
+        shortfall(extra: bytes, countingReserved: false) == 0
+    }
+
     private func shortfall(extra: UInt64, countingReserved: Bool) -> UInt64 {
         counters.withLock { counters in
             let space = estimatedSpace(&counters)

@@ -289,12 +289,12 @@ public final class CachedFile: Sendable {
             return UInt64(layout.byteRange(ofBlocks: layout.blocks(covering: bytes)).count)
         }
         guard missing > 0 else { return .store }
-        if !budget.hasRoom(for: missing + readAhead) { events.makeRoom(missing + readAhead) }
-        if budget.hasRoom(for: missing + readAhead) {
+        if !budget.hasRoom(forRead: missing + readAhead) { events.makeRoom(missing + readAhead) }
+        if budget.hasRoom(forRead: missing + readAhead) {
             budget.storing()
             return .store
         }
-        return budget.hasRoom(for: missing) ? .storeWithoutReadAhead : .readThrough
+        return budget.hasRoom(forRead: missing) ? .storeWithoutReadAhead : .readThrough
     }
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
@@ -670,17 +670,7 @@ public final class CachedFile: Sendable {
     /// Readers waiting for bytes that no transfer brings any more get them from the network
     /// without storing (the cache had no room to keep them).
     private func readThroughOrphanedWaiters(in state: inout State) -> [Action] {
-        var actions: [Action] = []
-        var waiting: [Waiter] = []
-        for waiter in state.waiters {
-            if missingPieces(of: waiter.bytes, in: state, allInFlight: true).isEmpty {
-                waiting.append(waiter)
-            } else {
-                actions.append(.readThrough(waiter.bytes, waiter.completion))
-            }
-        }
-        state.waiters = waiting
-        return actions
+        takeOrphanedWaiters(in: &state).map { .readThrough($0.bytes, $0.completion) }
     }
 
     private func finished(transfer id: Int, _ result: Result<Void, RemoteError>) {
@@ -932,21 +922,26 @@ public final class CachedFile: Sendable {
     }
 
     /// Fails the readers waiting for bytes that nothing will bring (after a failed commit:
-    /// fetching again into a cache that cannot keep data would not end). Normally nothing is
-    /// unbrought for a waiting reader; a failed commit can drop bytes a running transfer has
-    /// already passed.
+    /// fetching again into a cache that cannot keep data would not end).
     private func failOrphanedWaiters(in state: inout State, error: FetchError) -> [Action] {
-        var actions: [Action] = []
+        takeOrphanedWaiters(in: &state).map { .reply($0.completion, .failure(error)) }
+    }
+
+    /// Removes and returns the readers waiting for bytes that nothing will bring. Normally
+    /// nothing is unbrought for a waiting reader; a failed commit can drop bytes a running
+    /// transfer has already passed, and a transfer stopped for lack of room leaves its rest.
+    private func takeOrphanedWaiters(in state: inout State) -> [Waiter] {
+        var orphaned: [Waiter] = []
         var waiting: [Waiter] = []
         for waiter in state.waiters {
             if missingPieces(of: waiter.bytes, in: state, allInFlight: true).isEmpty {
                 waiting.append(waiter)
             } else {
-                actions.append(.reply(waiter.completion, .failure(error)))
+                orphaned.append(waiter)
             }
         }
         state.waiters = waiting
-        return actions
+        return orphaned
     }
 
     /// When a transfer ends, readers still waiting for bytes that nothing will bring ask for
