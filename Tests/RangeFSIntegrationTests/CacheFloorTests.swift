@@ -39,6 +39,7 @@ extension RangeFSIntegrationTests {
         #expect(samples.lowestMargin >= 0, "free space went under the floor: \(samples)\(Check.daemonLog(mount))")
         let text = mount.statusText().stdout
         #expect(text.contains("free (floor "), "the status has no free space or floor:\n\(text)")
+        print("floor, default options: rangefs status:\n\(text)")
 
         // More space, the same mount: the prefetcher completes everything on its own.
         try crowd.tmpfs.resize(to: 512 << 20)

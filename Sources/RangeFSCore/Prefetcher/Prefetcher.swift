@@ -192,9 +192,13 @@ public final class Prefetcher: Sendable {
         }
     }
 
+    /// Whether background work would fetch anything, given room: a listed entry not known to
+    /// be complete (its size may not even be known yet), or a file in use that is not complete.
     private func hasWorkLeft() -> Bool {
-        let listed = state.withLock { !$0.urgent.isEmpty || (configuration.policy == .all && !$0.pending.isEmpty) }
-        return listed || !filesAwaitingWork().isEmpty
+        let (urgent, pending) = state.withLock { ($0.urgent, $0.pending) }
+        let entries = urgent + (configuration.policy == .all ? pending : [])
+        if entries.contains(where: { catalog.knownFile(forEntry: $0).map { !$0.isComplete } ?? true }) { return true }
+        return !filesAwaitingWork().isEmpty
     }
 
     /// The incomplete files whose size is known that background work would go on with:
