@@ -53,7 +53,10 @@ let package = Package(
         ),
         // A scriptable HTTP server on loopback that misbehaves on purpose, for the tests.
         .target(name: "FaultServer", path: "Tests/FaultServer"),
-        .testTarget(name: "RangeFSCoreTests", dependencies: ["RangeFSCore"]),
+        .testTarget(name: "RangeFSCoreTests", dependencies: [
+            "RangeFSCore", "FaultServer",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "FaultServer", "CSystem", "rangefs"]),
     ],
     swiftLanguageModes: [.v6]
