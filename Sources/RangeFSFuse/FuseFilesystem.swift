@@ -31,12 +31,14 @@ final class FuseFilesystem: Sendable {
 
     func open(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
         core.open(inode, flags: info.flags) { result in
-            // An open interrupted meanwhile takes no reply: its handle is closed here, as
-            // libfuse's high-level layer does, or the file would count as open for ever.
-            if case .success(let opened) = result, !request.reply(open: opened, info: info) {
+            switch result {
+            case .success(let opened):
+                // An open interrupted meanwhile takes no reply: its handle is closed here, as
+                // libfuse's high-level layer does, or the file would count as open for ever.
+                guard !request.reply(open: opened, info: info) else { return }
                 self.logger.debug("open of inode \(inode) was interrupted; its handle is closed")
                 self.core.release(handle: opened.handle)
-            } else if case .failure(let error) = result {
+            case .failure(let error):
                 request.reply(error: error)
             }
         }

@@ -6,6 +6,9 @@ import Synchronization
 /// passthrough, for complete files) or sends its reads here, and registers and releases the
 /// backing files through the kernel link.
 final class KernelReadPaths: Sendable {
+    /// Held while an inode's first passthrough handle opens and registers its backing file, so
+    /// that a second open waits for that id; inside, the `CachedFile`'s state lock is taken (to
+    /// open the complete data file). Never taken while holding another lock.
     private let modes = Mutex(KernelReadModes())
     /// Cleared the first time the kernel refuses a backing file: it would refuse them all.
     private let usable = Atomic<Bool>(true)
