@@ -24,7 +24,8 @@ let package = Package(
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         // Kernel FUSE passthrough for complete files, added to libfuse 3.14 from outside.
         .target(name: "CFusePassthrough", dependencies: ["CFuse"]),
-        // Manifest, namespace, remote, cache store and fetcher: everything a test can drive without a mount.
+        // Manifest, namespace, remote, cache store, fetcher and the filesystem core that answers the
+        // kernel's operations: everything a test can drive without a mount (docs/ARCHITECTURE.md).
         .target(
             name: "RangeFSCore",
             dependencies: [
@@ -35,7 +36,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The libfuse3 binding: translates kernel requests into calls on RangeFSCore.
+        // The libfuse3 binding: translates kernel requests into calls on RangeFSCore's
+        // MountedFilesystem and its answers into replies; it decides nothing itself.
         .target(
             name: "RangeFSFuse",
             dependencies: [
@@ -53,7 +55,10 @@ let package = Package(
         ),
         // A scriptable HTTP server on loopback that misbehaves on purpose, for the tests.
         .target(name: "FaultServer", path: "Tests/FaultServer"),
-        .testTarget(name: "RangeFSCoreTests", dependencies: ["RangeFSCore"]),
+        .testTarget(name: "RangeFSCoreTests", dependencies: [
+            "RangeFSCore", "FaultServer",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "RangeFSIntegrationTests", dependencies: ["RangeFSCore", "FaultServer", "CSystem", "rangefs"]),
     ],
     swiftLanguageModes: [.v6]

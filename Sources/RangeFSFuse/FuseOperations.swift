@@ -6,16 +6,19 @@ import RangeFSCore
 // user data and hands the request on; replies that wait for the network come later from
 // another thread, so no worker thread waits with them.
 
-private func filesystem(_ request: fuse_req_t?) -> FuseFilesystem {
-    Unmanaged<FuseFilesystem>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue()
+/// Hands `raw` to `body` with the filesystem the session serves.
+private func serve(_ raw: fuse_req_t?, _ body: (FuseFilesystem, FuseRequest) -> Void) {
+    // The session holds the filesystem retained until it is destroyed, after the last request.
+    let filesystem = Unmanaged<FuseFilesystem>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue()
+    body(filesystem, FuseRequest(raw: raw!, logger: filesystem.logger))
 }
 
 private func fileInfo(_ pointer: UnsafeMutablePointer<fuse_file_info>?) -> fuse_file_info {
     pointer?.pointee ?? rangefs_file_info_zero()
 }
 
-private func readOnly(_ request: fuse_req_t?) {
-    fuse_reply_err(request, EROFS)
+private func readOnly(_ raw: fuse_req_t?) {
+    serve(raw) { _, request in request.reply(error: FilesystemError(.readOnly)) }
 }
 
 func makeLowLevelOperations() -> fuse_lowlevel_ops {
@@ -23,51 +26,51 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.`init` = { _, connection in
         if let connection { rangefs_conn_want_splice(connection) }
     }
-    ops.lookup = { request, parent, name in
-        filesystem(request).lookup(FuseRequest(raw: request!), parent: parent, name: String(cString: name!))
+    ops.lookup = { raw, parent, name in
+        serve(raw) { $0.lookup($1, parent: parent, name: String(cString: name!)) }
     }
-    ops.getattr = { request, inode, _ in
-        filesystem(request).getattr(FuseRequest(raw: request!), inode: inode)
+    ops.getattr = { raw, inode, _ in
+        serve(raw) { $0.getattr($1, inode: inode) }
     }
-    ops.opendir = { request, inode, info in
-        filesystem(request).opendir(FuseRequest(raw: request!), inode: inode, info: fileInfo(info))
+    ops.opendir = { raw, inode, info in
+        serve(raw) { $0.opendir($1, inode: inode, info: fileInfo(info)) }
     }
-    ops.readdir = { request, inode, size, offset, _ in
-        filesystem(request).readdir(FuseRequest(raw: request!), inode: inode, size: size, offset: Int(offset))
+    ops.readdir = { raw, inode, size, offset, _ in
+        serve(raw) { $0.readdir($1, inode: inode, size: size, offset: Int(offset)) }
     }
-    ops.releasedir = { request, _, _ in
-        fuse_reply_err(request, 0)
+    ops.releasedir = { raw, _, _ in
+        serve(raw) { _, request in request.reply(.success(())) }
     }
-    ops.open = { request, inode, info in
-        filesystem(request).open(FuseRequest(raw: request!), inode: inode, info: fileInfo(info))
+    ops.open = { raw, inode, info in
+        serve(raw) { $0.open($1, inode: inode, info: fileInfo(info)) }
     }
-    ops.read = { request, _, size, offset, info in
-        filesystem(request).read(FuseRequest(raw: request!), size: size, offset: Int64(offset), info: fileInfo(info))
+    ops.read = { raw, _, size, offset, info in
+        serve(raw) { $0.read($1, size: size, offset: Int64(offset), info: fileInfo(info)) }
     }
-    ops.release = { request, _, info in
-        filesystem(request).release(FuseRequest(raw: request!), info: fileInfo(info))
+    ops.release = { raw, _, info in
+        serve(raw) { $0.release($1, info: fileInfo(info)) }
     }
-    ops.getxattr = { request, inode, name, size in
-        filesystem(request).getxattr(FuseRequest(raw: request!), inode: inode, name: String(cString: name!), size: size)
+    ops.getxattr = { raw, inode, name, size in
+        serve(raw) { $0.getxattr($1, inode: inode, name: String(cString: name!), size: size) }
     }
-    ops.listxattr = { request, inode, size in
-        filesystem(request).listxattr(FuseRequest(raw: request!), inode: inode, size: size)
+    ops.listxattr = { raw, inode, size in
+        serve(raw) { $0.listxattr($1, inode: inode, size: size) }
     }
-    ops.statfs = { request, _ in
-        filesystem(request).statfs(FuseRequest(raw: request!))
+    ops.statfs = { raw, _ in
+        serve(raw) { $0.statfs($1) }
     }
     // Everything that would change the tree or a file: the mount is read-only.
-    ops.setattr = { request, _, _, _, _ in readOnly(request) }
-    ops.mknod = { request, _, _, _, _ in readOnly(request) }
-    ops.mkdir = { request, _, _, _ in readOnly(request) }
-    ops.unlink = { request, _, _ in readOnly(request) }
-    ops.rmdir = { request, _, _ in readOnly(request) }
-    ops.symlink = { request, _, _, _ in readOnly(request) }
-    ops.rename = { request, _, _, _, _, _ in readOnly(request) }
-    ops.link = { request, _, _, _ in readOnly(request) }
-    ops.write = { request, _, _, _, _, _ in readOnly(request) }
-    ops.create = { request, _, _, _, _ in readOnly(request) }
-    ops.setxattr = { request, _, _, _, _, _ in readOnly(request) }
-    ops.removexattr = { request, _, _ in readOnly(request) }
+    ops.setattr = { raw, _, _, _, _ in readOnly(raw) }
+    ops.mknod = { raw, _, _, _, _ in readOnly(raw) }
+    ops.mkdir = { raw, _, _, _ in readOnly(raw) }
+    ops.unlink = { raw, _, _ in readOnly(raw) }
+    ops.rmdir = { raw, _, _ in readOnly(raw) }
+    ops.symlink = { raw, _, _, _ in readOnly(raw) }
+    ops.rename = { raw, _, _, _, _, _ in readOnly(raw) }
+    ops.link = { raw, _, _, _ in readOnly(raw) }
+    ops.write = { raw, _, _, _, _, _ in readOnly(raw) }
+    ops.create = { raw, _, _, _, _ in readOnly(raw) }
+    ops.setxattr = { raw, _, _, _, _, _ in readOnly(raw) }
+    ops.removexattr = { raw, _, _ in readOnly(raw) }
     return ops
 }

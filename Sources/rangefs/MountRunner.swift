@@ -61,12 +61,11 @@ struct MountRunner {
                                            committer: Committer(), policy: policy, logger: logger)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
-        let filesystemBox = Mutex<FuseFilesystem?>(nil)
+        let filesystemBox = Mutex<MountedFilesystem?>(nil)
         let refresher = RunningMount.ManifestRefresher(
             load: { [loader] in try loader.load(client: client) },
             show: { manifest, indices in
-                filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices),
-                                                           manifest: manifest)
+                filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices))
             })
         let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher, refresher: refresher)
         let control: ControlServer
@@ -80,17 +79,17 @@ struct MountRunner {
         let namespace = tree.namespace
         // libfuse's low-level session does not take uid=, gid= and umask=: they are applied here.
         let (overrides, sessionOptions) = AttributeOverrides.extract(from: fuseOptions)
-        var ownership = FuseFilesystem.Ownership()
+        var ownership = FileOwnership()
         if let uid = overrides.uid { ownership.uid = uid }
         if let gid = overrides.gid { ownership.gid = gid }
         if let umask = overrides.umask { ownership.umask = mode_t(umask) }
-        let filesystem = FuseFilesystem(tree: tree, catalog: catalog, mount: mount,
-                                        controlSocketPath: directory.controlSocketPath, ownership: ownership, logger: logger)
+        let filesystem = MountedFilesystem(tree: tree, catalog: catalog, fileStatus: { mount.fileStatus(ofEntry: $0) },
+                                           controlSocketPath: directory.controlSocketPath, ownership: ownership, logger: logger)
         filesystemBox.withLock { $0 = filesystem }
         let session: FuseSession
         do {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions,
-                                      passthrough: passthrough)
+                                      passthrough: passthrough, logger: logger)
         } catch {
             control.stop()
             catalog.shutdown()

@@ -225,7 +225,7 @@ public final class FileCatalog: Sendable {
                 if !repeated {
                     environment.logger.error("size of \(entry.url.redactedForDisplay) unknown: \(error)")
                 }
-                outcome = .failure(FetchError("\(entry.url.redactedForDisplay): \(error)"))
+                outcome = .failure(FetchError(entry.url, error))
             }
             let waiting = slots.withLock { slots -> [@Sendable (Result<CachedFile, FetchError>) -> Void] in
                 guard case .probing(_, let waiting) = slots[key] else { return [] }
