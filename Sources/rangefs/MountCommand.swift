@@ -13,8 +13,7 @@ struct MountCommand: ParsableCommand {
         in front and logs to stderr; Ctrl-C or SIGTERM unmounts, and so do 'rangefs unmount' and umount.
 
         -o takes FUSE options (allow_other, default_permissions, ...) and, as key=value, the \
-        settings of the flags below: format, cache_dir, block_size, prefetch, max_downloads, max_rate, ca_file, \
-        cache_max_size, cache_min_free, proxy, log_level, no_passthrough and foreground. A flag given on the \
+        settings of the flags below: \(MountSettings.keyList). A flag given on the \
         command line wins over the same setting in -o. Options meant for mount(8) (rw, ro, \
         defaults, noauto, user, _netdev, nofail, x-systemd.*) are ignored.
 
@@ -176,39 +175,28 @@ struct MountCommand: ParsableCommand {
         if MountTable.current().contains(where: { $0.mountpoint == mountPath }) {
             throw CommandFailure("\(mountPath) is already a mountpoint (rangefs unmount \(mountPath) first)")
         }
-        let cachePath = absolutePath(cacheDir ?? CacheDirectory.defaultPath(forMountpoint: mountPath))
         let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
 
         if startsBackgroundMount {
             var privateInputs: [BackgroundLaunch.PrivateInput] = []
-            var extraArguments: [String] = []
-            let manifestArgument: String
+            var arguments = ["mount"]
             switch loader.location {
             case .file(let path):
-                manifestArgument = path
+                arguments += [path, mountPath]
             case .remote(let url):
-                manifestArgument = Self.shownOnCommandLine(url)
-                if manifestArgument != url.absoluteString {
+                let shown = Self.shownOnCommandLine(url)
+                arguments += [shown, mountPath]
+                if shown != url.absoluteString {
                     privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 5, text: url.absoluteString))
-                    extraArguments += ["--manifest-fd", "5"]
+                    arguments += ["--manifest-fd", "5"]
                 }
             }
-            var arguments = ["mount", manifestArgument, mountPath, "--cache-dir", cachePath,
-                             "--block-size", blockSize, "--prefetch", prefetch, "--max-downloads", String(maxDownloads),
-                             "--log-level", logLevel, "--ready-fd", "3"]
-            if let maxRate { arguments += ["--max-rate", maxRate] }
-            if let caFile { arguments += ["--ca-file", absolutePath(caFile)] }
-            if let cacheMaxSize { arguments += ["--cache-max-size", cacheMaxSize] }
-            if let cacheMinFree { arguments += ["--cache-min-free", cacheMinFree] }
-            if let proxy { arguments += ["--proxy", proxy] }
-            if !passthrough { arguments.append("--no-passthrough") }
-            if format != .auto { arguments += ["--format", format.argument] }
+            arguments += MountSettings.backgroundArguments(of: self) + ["--ready-fd", "3"]
             for option in mountOptions { arguments += ["-o", option] }
             if !loader.headers.isEmpty {
                 arguments += ["--header-fd", "4"]
                 privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers)))
             }
-            arguments += extraArguments
             try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3, privateInputs: privateInputs)
             return
         }
@@ -225,6 +213,11 @@ struct MountCommand: ParsableCommand {
                                  passthrough: passthrough, logLevel: Logger.Level(rawValue: logLevel)!,
                                  readyDescriptor: readyFd)
         try runner.run()
+    }
+
+    /// Where fetched data is kept, as an absolute path.
+    var cachePath: String {
+        absolutePath(cacheDir ?? CacheDirectory.defaultPath(forMountpoint: absolutePath(mountpoint)))
     }
 
     /// Where the manifest is, in which format, and the headers for every request: from the

@@ -16,26 +16,6 @@ struct MountOptionList: Equatable {
         var flag: String
     }
 
-    /// `-o` key → `rangefs mount` flag. A key may be written with `_` or `-`.
-    static let settingFlags: [String: String] = [
-        "format": "--format",
-        "cache_dir": "--cache-dir",
-        "block_size": "--block-size",
-        "prefetch": "--prefetch",
-        "max_downloads": "--max-downloads",
-        "max_rate": "--max-rate",
-        "ca_file": "--ca-file",
-        "log_level": "--log-level",
-        "cache_max_size": "--cache-max-size",
-        "cache_min_free": "--cache-min-free",
-        "proxy": "--proxy",
-        "foreground": "--foreground",
-        "no_passthrough": "--no-passthrough",
-    ]
-
-    /// Settings that are switches: given without a value.
-    static let switchKeys: Set<String> = ["foreground", "no_passthrough"]
-
     /// Options mount(8) or fstab may pass that are not FUSE's business. `ro` goes too: a
     /// RangeFS mount is always read-only and says so itself.
     static let droppedOptions: Set<String> = [
@@ -62,16 +42,15 @@ struct MountOptionList: Equatable {
     private mutating func add(_ option: String) throws(ValidationError) {
         let trimmed = option.trimmingCharacters(in: .whitespaces)
         let (name, value) = Self.split(trimmed)
-        let key = name.replacingOccurrences(of: "-", with: "_")
-        if let flag = Self.settingFlags[key] {
-            if Self.switchKeys.contains(key) {
+        if let setting = MountSettings.setting(forKey: name) {
+            if setting.isSwitch {
                 guard value == nil else {
                     throw ValidationError("-o \(name) takes no value (got '\(trimmed)')")
                 }
             } else if (value ?? "").isEmpty {
-                throw ValidationError("-o \(name) needs a value, e.g. -o \(Self.example(key))")
+                throw ValidationError("-o \(name) needs a value, e.g. -o \(setting.example)")
             }
-            settings.append(Setting(option: trimmed, key: key, value: value, flag: flag))
+            settings.append(Setting(option: trimmed, key: setting.key, value: value, flag: setting.flag))
             return
         }
         if Self.droppedOptions.contains(trimmed) || Self.droppedPrefixes.contains(where: trimmed.hasPrefix) {
@@ -92,21 +71,6 @@ struct MountOptionList: Equatable {
     private static func split(_ option: String) -> (name: String, value: String?) {
         guard let equals = option.firstIndex(of: "=") else { return (option, nil) }
         return (String(option[..<equals]), String(option[option.index(after: equals)...]))
-    }
-
-    private static func example(_ key: String) -> String {
-        switch key {
-        case "format": "format=m3u"
-        case "cache_dir": "cache_dir=/var/cache/rangefs/media"
-        case "block_size": "block_size=1M"
-        case "prefetch": "prefetch=opened"
-        case "max_downloads": "max_downloads=3"
-        case "max_rate", "cache_max_size", "cache_min_free": "\(key)=2M"
-        case "ca_file": "ca_file=/etc/rangefs/ca.pem"
-        case "log_level": "log_level=debug"
-        case "proxy": "proxy=http://proxy:3128"
-        default: "\(key)=VALUE"
-        }
     }
 }
 

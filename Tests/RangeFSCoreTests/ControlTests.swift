@@ -270,7 +270,12 @@ func humanBytes(bytes: UInt64, expected: String) {
     let silent = try rawConnection(to: server.path)
     defer { silent.close() }
     #expect(silent.sendAll(Array(#"{"command":"#.utf8), until: .now + .seconds(1)) == nil)
-    usleep(100_000)  // let the server accept it and wait for the rest of the line
+    // Once admitted, the connection is the one stop() must cut off, wherever its request stands.
+    let deadline = ContinuousClock.now + .seconds(5)
+    while server.admittedConnections == 0, ContinuousClock.now < deadline {
+        usleep(1_000)
+    }
+    try #require(server.admittedConnections == 1, "the server never took the connection")
     let started = ContinuousClock.now
     server.stop()
     #expect(ContinuousClock.now - started < .seconds(1))

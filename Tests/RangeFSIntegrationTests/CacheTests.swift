@@ -68,7 +68,13 @@ extension RangeFSIntegrationTests {
         let offsets = [0, 131_072]   // both inside block 0, on different pages
         let first = try BackgroundCommand(["dd", "if=\(mount.path("slow.bin"))", "iflag=skip_bytes,count_bytes",
                                           "bs=4096", "skip=\(offsets[0])", "count=4096", "status=none"])
-        usleep(300_000)
+        // The second reader starts once block 0 is on its way from nginx and not yet cached, so
+        // it must find the transfer in flight (status counts only whole blocks as cached).
+        let (inFlight, arriving) = try mount.waitForStatus(timeout: 30, interval: 0.1) { status in
+            guard let file = status.file("slow.bin") else { return false }
+            return file.bytesPerSecond > 0 && file.cachedBytes < TestData.blockSize
+        }
+        try #require(arriving, "block 0 never arrived in flight from the throttled server: \(inFlight)")
         let second = try BackgroundCommand(["dd", "if=\(mount.path("slow.bin"))", "iflag=skip_bytes,count_bytes",
                                            "bs=4096", "skip=\(offsets[1])", "count=4096", "status=none"])
         let results = [first.wait(timeout: 60), second.wait(timeout: 60)]

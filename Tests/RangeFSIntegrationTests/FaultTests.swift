@@ -389,9 +389,30 @@ extension RangeFSIntegrationTests {
         let cp = try BackgroundCommand(["cp", path, copy.path])
         // Change the file once cp's first reply is well under way: later requests meet v2.
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, !(server.gets("copying.bin").contains { $0.bodyBytesSent >= 256 << 10 }) { usleep(10_000) }
+        var started = false
+        while !started, Date() < deadline {
+            started = server.gets("copying.bin").contains { $0.bodyBytesSent >= 256 << 10 }
+            if !started { usleep(10_000) }
+        }
+        let lastBeforeChange = server.gets("copying.bin").map(\.id).max() ?? 0
         server.publish("copying.bin", bytes: v2)
+        // The change must fall inside the copy: cp's first reply under way (above), cp still
+        // running after the change, and part of v1 not yet sent, so cp has to ask again. Both
+        // are read just after the change, so they hold at it too.
+        let copyingAtChange = cp.isRunning
+        let sentAtChange = server.gets("copying.bin").filter { $0.id <= lastBeforeChange }
+        try #require(started, "cp's first reply never got under way within 30 s: \(sentAtChange)\(Check.daemonLog(mount))")
+        try #require(copyingAtChange, "cp had finished before the change was published: the test did not exercise it")
+        let v1BytesSent = ByteRanges.unionSize(sentAtChange.map { request in
+            let start = request.requestedRange(size: size)?.lowerBound ?? 0
+            return start..<min(size, start + request.bodyBytesSent)
+        })
+        try #require(v1BytesSent < size, "all of v1 had been sent before the change: \(sentAtChange)")
         let result = cp.wait(timeout: 120)
+        let copyEnded = Date()
+        // Requests the mount made after the change while cp was still copying.
+        let askedAfterChange = server.gets("copying.bin").filter { $0.id > lastBeforeChange && $0.receivedAt <= copyEnded }
+        #expect(!askedAfterChange.isEmpty, "the mount asked nothing after the change while cp copied: \(server.gets("copying.bin"))")
         let copied = (try? Data(contentsOf: copy)) ?? Data()
         let ofV1 = Reading.isPrefix(copied, of: v1), ofV2 = Reading.isPrefix(copied, of: v2)
         #expect(ofV1 || ofV2, "cp produced a MIX of versions (first difference from v1 at \(Reading.firstDifference(copied, v1) ?? -1))")

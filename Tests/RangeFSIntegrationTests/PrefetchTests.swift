@@ -157,14 +157,21 @@ extension RangeFSIntegrationTests {
         try #require(Check.succeeded(pause, "rangefs pause", mount: mount))
         let pausedAt = Date.epochNow
 
-        // In-flight pieces are held within a second; then 3 s in which nothing may move.
-        usleep(1_000_000)
+        // Bytes already on their way may still land just after the pause: wait until the held
+        // transfers stand still. At 1 MiB/s a transfer that still ran would complete a 256 KiB
+        // block every quarter second, so two snapshots half a second apart that agree show it
+        // held. The bound is short: transfers left running would finish their chunks (about 4 s)
+        // and then stand still too, proving nothing.
+        let (before, held) = try mount.waitUntilStill(timeout: 2, apart: 0.5)
+        try #require(held, "cached bytes still grew 2 s after pause: the running transfers were not held:\n\(before)")
         let windowStart = Date.epochNow
-        let before = try mount.statusSnapshot()
-        usleep(3_000_000)
+        // Then nothing may start or move. No event marks the moment a transfer would have shown
+        // up, so this is an observation window, kept short: one second is four blocks' worth of
+        // one unheld transfer at the server's rate, and a new request would begin at once.
+        usleep(Self.quietWindow)
         let during = try mount.statusSnapshot()
         let windowEnd = Date.epochNow
-        print("pause: cached \(before.cachedBytes) B 1 s after pause, \(during.cachedBytes) B 3 s later (of \(files.reduce(0) { $0 + $1.size }))")
+        print("pause: cached \(before.cachedBytes) B once held, \(during.cachedBytes) B \(String(format: "%.1f", windowEnd - windowStart)) s later (of \(files.reduce(0) { $0 + $1.size }))")
         #expect(during.paused, "status does not say paused:\n\(during)")
         #expect(during.cachedBytes == before.cachedBytes, "cached bytes grew while paused: \(before.cachedBytes) -> \(during.cachedBytes)\n\(during)")
         #expect(!during.allComplete, "everything completed before the pause took effect: the test proves nothing")
@@ -184,7 +191,9 @@ extension RangeFSIntegrationTests {
         let atRemount = try again.statusSnapshot()
         #expect(atRemount.paused, "the paused state was lost across the remount:\n\(atRemount)")
         #expect(again.log().contains("paused"), "the daemon log does not mention that it starts paused")
-        usleep(2_500_000)
+        // Unpaused, the prefetcher would start its first transfer the moment the mount starts (the
+        // sizes are known from the cache): the same short window shows it does not.
+        usleep(Self.quietWindow)
         let afterRemount = try again.statusSnapshot()
         let remountWindowEnd = Date.epochNow
         #expect(afterRemount.paused)
@@ -223,8 +232,8 @@ extension RangeFSIntegrationTests {
         let quiet1 = log.entries(startedBetween: windowStart, and: windowEnd)
         let quiet2 = log.entries(startedBetween: remountAt, and: remountWindowEnd)
         let all = log.entries().map { "\(String(format: "%.3f", $0.startedAt - pausedAt)) s: \($0)" }.joined(separator: "\n")
-        print("pause: requests (start relative to the pause; quiet windows 1.0-\(String(format: "%.1f", windowEnd - pausedAt)) s and \(String(format: "%.1f", remountAt - pausedAt))-\(String(format: "%.1f", remountWindowEnd - pausedAt)) s):\n\(all)")
-        #expect(quiet1.isEmpty, "requests began while paused (1 s after pause to 4 s after):\n\(quiet1.map(\.description).joined(separator: "\n"))\nall (start relative to pause):\n\(all)")
+        print("pause: requests (start relative to the pause; quiet windows \(String(format: "%.1f", windowStart - pausedAt))-\(String(format: "%.1f", windowEnd - pausedAt)) s and \(String(format: "%.1f", remountAt - pausedAt))-\(String(format: "%.1f", remountWindowEnd - pausedAt)) s):\n\(all)")
+        #expect(quiet1.isEmpty, "requests began while paused (once held, for \(String(format: "%.1f", windowEnd - windowStart)) s):\n\(quiet1.map(\.description).joined(separator: "\n"))\nall (start relative to pause):\n\(all)")
         #expect(quiet2.isEmpty, "requests began after the paused remount:\n\(quiet2.map(\.description).joined(separator: "\n"))\nall (start relative to pause):\n\(all)")
     }
 
@@ -311,17 +320,20 @@ extension RangeFSIntegrationTests {
         // none: a listing probes sizes; nothing else reaches the server.
         let none = try fx.mount(entries, options: ["--prefetch", "none"])
         Check.succeeded(Command.run(["ls", "-l", none.mountpoint], timeout: 30), "ls -l", mount: none)
-        usleep(2_500_000)
-        log.waitUntilQuiet()
-        let probes = log.entries()
-        let notProbes = probes.filter { !($0.method == "HEAD" || $0.range == "bytes=0-0") }
-        #expect(notProbes.isEmpty, "--prefetch none: requests other than size probes:\n\(notProbes.map(\.description).joined(separator: "\n"))")
+        // A prefetcher that ignored none would start a GET the moment a size is known, at
+        // loopback speed; nothing marks the moment it would have, so this is a short
+        // observation window. Unmounting then ends any request that began, so the log has them all.
+        usleep(Self.quietWindow)
         let noneStatus = try none.statusSnapshot()
         #expect(noneStatus.prefetch == "none")
         #expect(noneStatus.cachedBytes == 0 && noneStatus.files.allSatisfy { $0.state == "remote" },
                 "--prefetch none: something was cached:\n\(noneStatus)")
         #expect(FileAttrs.value("user.rangefs.progress", of: none.path("tail.bin")) == "0.0")
         none.unmount()
+        log.waitUntilQuiet()
+        let probes = log.entries()
+        let notProbes = probes.filter { !($0.method == "HEAD" || $0.range == "bytes=0-0") }
+        #expect(notProbes.isEmpty, "--prefetch none: requests other than size probes:\n\(notProbes.map(\.description).joined(separator: "\n"))")
 
         // opened: only what is opened is completed, each once opened.
         let mark = log.mark()
@@ -337,7 +349,9 @@ extension RangeFSIntegrationTests {
             }
             #expect(met, "--prefetch opened: \(wanted) not complete within 30 s of opening:\n\(status)")
         }
-        usleep(2_000_000)
+        // No waiting for strays: every chunk of the opened files, as it ended, had the prefetcher
+        // fill its free slots, so a file it should not touch would have been asked for before the opened ones
+        // completed. The status shows what arrived; the log after unmounting, what was asked for.
         let status = try opened.statusSnapshot()
         #expect(status.prefetch == "opened")
         for file in files where !wanted.contains(file.name) {
@@ -352,5 +366,27 @@ extension RangeFSIntegrationTests {
         let gets = log.entries(since: mark).filter { $0.method == "GET" && $0.range != "bytes=0-0" }
         let strays = gets.filter { entry in !wanted.contains { entry.path == "/" + $0 } }
         #expect(strays.isEmpty, "--prefetch opened: GETs for files never opened:\n\(strays.map(\.description).joined(separator: "\n"))")
+    }
+}
+
+extension RangeFSIntegrationTests {
+    /// How long the tests watch for background work that must not happen (µs): far longer than a
+    /// transfer takes to start and to land a block on these loopback servers.
+    static let quietWindow: UInt32 = 1_000_000
+}
+
+private extension Mount {
+    /// Polls the status until two snapshots `apart` seconds apart report the same cached bytes,
+    /// at most `timeout` seconds; returns the last snapshot and whether the bytes stood still.
+    func waitUntilStill(timeout: Double, apart: Double) throws -> (status: StatusSnapshot, still: Bool) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = try statusSnapshot()
+        while Date() < deadline {
+            usleep(UInt32(apart * 1_000_000))
+            let next = try statusSnapshot()
+            if next.cachedBytes == last.cachedBytes { return (next, true) }
+            last = next
+        }
+        return (last, false)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A slow transfer must not hold up anything else; and how fast a cold read is.
+/// A slow transfer must not hold up anything else, nor background work a cold read.
 extension RangeFSIntegrationTests {
     @Test("during a slow read, ls -la and reads of other files return quickly")
     func slowReadBlocksNothingElse() throws {
@@ -17,8 +17,12 @@ extension RangeFSIntegrationTests {
         #expect(SHA256.of(mount.path("block.bin")).hash == block.sha256, "block.bin (now cached)")
 
         let slow = try BackgroundCommand(["sha256sum", mount.path("slow/tail.bin")])
-        usleep(1_000_000)
-        #expect(slow.isRunning, "the throttled read finished within 1 s: the test cannot show anything")
+        // The checks start once the slow read's bytes are arriving from the throttled server.
+        let (flowing, arriving) = try mount.waitForStatus(timeout: 30, interval: 0.1) { status in
+            (status.file("slow/tail.bin")?.bytesPerSecond ?? 0) > 0
+        }
+        try #require(arriving, "the slow read's transfer never got going:\n\(flowing)")
+        #expect(slow.isRunning, "the throttled read has already finished: the test cannot show anything")
 
         let checks: [(String, [String], Double)] = [
             ("ls -la of the root", ["ls", "-la", mount.mountpoint], 2),
@@ -41,25 +45,49 @@ extension RangeFSIntegrationTests {
         #expect(SHA256.of(mount.path("one.bin")).hash == one.sha256)
     }
 
-    @Test("cold cat of the 100 MiB file through the mount vs curl of the same URL (timing printed)")
+    @Test("a cold read of the 100 MiB file returns the right bytes without waiting for background transfers of other files (timing printed)")
     func coldReadTiming() throws {
         let big = fx.data.file("big.bin")
         let url = fx.nginx.url("big.bin")
-        let mount = try fx.mount([ManifestLine(path: "big.bin", url: url)])
-        let cat = Command.run(["sh", "-c", "cat \"$0\" > /dev/null", mount.path("big.bin")], timeout: 600)
-        Check.succeeded(cat, "cold cat big.bin", mount: mount)
+        // Three names for the 100 MiB file on the throttled location (64 KiB/s) keep every
+        // background slot busy: a 4 MiB background chunk there takes about a minute.
+        let busyNames = (1...3).map { "busy-\($0).bin" }
+        let entries = busyNames.enumerated().map { index, name in
+            ManifestLine(path: name, url: fx.nginx.slowURL("big.bin") + "?copy=\(index + 1)")
+        } + [ManifestLine(path: "big.bin", url: url)]
+        let mount = try fx.mount(entries, options: ["--max-downloads", "3"])
+        func busy(_ status: StatusSnapshot) -> [StatusSnapshot.File] {
+            status.files.filter { busyNames.contains($0.path) }
+        }
+        let (before, met) = try mount.waitForStatus(timeout: 30, interval: 0.2) { status in
+            busy(status).reduce(0) { $0 + $1.bytesPerSecond } >= 120_000
+        }
+        try #require(met, "the background did not get busy on the throttled files within 30 s:\n\(before)\n\(mount.logTail())")
+        try #require(before.file("big.bin")?.cachedBytes == 0, "big.bin is not cold:\n\(before)")
+
+        let cold = SHA256.of(mount.path("big.bin"), timeout: 600)
+        let afterRead = try mount.statusSnapshot()
+        Check.succeeded(cold.result, "cold sha256sum big.bin", mount: mount)
+        #expect(cold.hash == big.sha256, "the cold read returned wrong bytes")
+        // Had the read waited for any background chunk to end, that chunk (4 MiB) would be cached.
+        let chunk = 4 << 20
+        #expect(busy(afterRead).allSatisfy { $0.cachedBytes < chunk && $0.state != "complete" },
+                "a background chunk ended during the cold read, so the read may have waited for it:\n\(afterRead)")
+
         let curl = Command.run(["curl", "-sS", "-o", "/dev/null", url], timeout: 600)
         Check.succeeded(curl, "curl big.bin")
-        let warm = Command.run(["sh", "-c", "cat \"$0\" > /dev/null", mount.path("big.bin")], timeout: 600)
-        Check.succeeded(warm, "warm cat big.bin", mount: mount)
+        let warm = SHA256.of(mount.path("big.bin"), timeout: 600)
+        Check.succeeded(warm.result, "warm sha256sum big.bin", mount: mount)
+        #expect(warm.hash == big.sha256, "the warm read returned wrong bytes")
         func rate(_ seconds: Double) -> String {
             String(format: "%.2f s (%.0f MiB/s)", seconds, Double(big.size) / 1_048_576 / max(seconds, 0.001))
         }
         print("""
-            timing, 100 MiB over loopback:
-              cold cat through rangefs: \(rate(cat.seconds))
-              warm cat through rangefs: \(rate(warm.seconds))
-              curl -o /dev/null:        \(rate(curl.seconds))
+            timing, 100 MiB over loopback, three background transfers held:
+              cold sha256sum through rangefs: \(rate(cold.result.seconds))
+              warm sha256sum through rangefs: \(rate(warm.result.seconds))
+              curl -o /dev/null:              \(rate(curl.seconds))
+              background cached when the cold read ended: \(busy(afterRead).map { "\($0.path) \($0.cachedBytes) B" }.joined(separator: ", "))
             """)
         let requests = fx.nginx.accessLog.entries(for: "/big.bin").filter { $0.method == "GET" }
         print("  rangefs made \(requests.count) GET requests for big.bin (curl's is one of them)")

@@ -21,7 +21,12 @@ public final class ControlServer: Sendable {
         var listener: Int32?
         var connection: Int32?
         var stopping = false
+        /// Connections taken to be served, ever; tests wait on it.
+        var admittedConnections = 0
     }
+
+    /// How many connections the server has taken to serve so far.
+    var admittedConnections: Int { state.withLock { $0.admittedConnections } }
 
     public convenience init(path: String, control: any MountControl) throws(ControlError) {
         try self.init(path: path, control: control, requestTimeout: ControlWire.serverTimeout)
@@ -116,6 +121,7 @@ public final class ControlServer: Sendable {
             let admitted = state.withLock { state -> Bool in
                 guard !state.stopping else { return false }
                 state.connection = descriptor
+                state.admittedConnections += 1
                 return true
             }
             if admitted {

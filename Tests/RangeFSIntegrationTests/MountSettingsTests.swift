@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import Testing
+@testable import rangefs
+
+/// The one list of mount settings: every flag of `rangefs mount` that is a setting has a row,
+/// and every row is a flag, an `-o` key, and arguments that hand its value to the background
+/// mount process unchanged. No mount: these drive the command-line parser only.
+@Suite("Mount settings")
+struct MountSettingsTests {
+    static let placeholders = ["/manifest", "/mountpoint"]
+
+    /// Flags of `rangefs mount` that are not settings: repeatable or secret (`--header`,
+    /// `-o` itself), the positive form of `--no-passthrough`, and the built-in help.
+    static let notSettings: Set<String> = ["--header", "-o", "--passthrough", "-f", "--help", "-h"]
+
+    /// The visible flags of `rangefs mount`, as the argument parser describes them.
+    static func declaredFlags() throws -> Set<String> {
+        let json = try JSONSerialization.jsonObject(with: Data(MountCommand._dumpHelp().utf8))
+        let command = try #require((json as? [String: Any])?["command"] as? [String: Any])
+        let arguments = try #require(command["arguments"] as? [[String: Any]])
+        var flags: Set<String> = []
+        for argument in arguments where argument["shouldDisplay"] as? Bool == true {
+            for name in argument["names"] as? [[String: Any]] ?? [] {
+                guard let kind = name["kind"] as? String, let text = name["name"] as? String else { continue }
+                flags.insert((kind == "short" ? "-" : "--") + text)
+            }
+        }
+        return flags
+    }
+
+    /// A value the setting accepts: its `-o` example, or for a file that must exist, a file.
+    static func sample(for setting: MountSetting, readableFile: String) -> String? {
+        guard case .value(let example) = setting.kind else { return nil }
+        return setting.flag == "--ca-file" ? readableFile : example
+    }
+
+    static func temporaryFile() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).pem").path
+        try Data("not checked when parsing\n".utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("Every flag of rangefs mount is a setting in the list or named as not one, and every setting is a flag")
+    func everyFlagHasARow() throws {
+        let declared = try Self.declaredFlags()
+        let rows = Set(MountSettings.all.map(\.flag))
+        #expect(rows.count == MountSettings.all.count, "no setting listed twice")
+        #expect(declared.subtracting(Self.notSettings) == rows,
+                "flags without a row: \(declared.subtracting(Self.notSettings).subtracting(rows)); rows without a flag: \(rows.subtracting(declared))")
+        #expect(Set(MountSettings.all.map(\.key)).count == MountSettings.all.count, "no -o key shared")
+        #expect(MountCommand.helpMessage().contains("settings of the flags below: format, cache_dir,"),
+                "the help names the -o keys: \(MountSettings.keyList)")
+    }
+
+    @Test("Every setting reaches the background mount process with its value, which parses back to the same arguments")
+    func everySettingRoundTripsToTheBackgroundProcess() throws {
+        let file = try Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let defaults = MountSettings.backgroundArguments(of: try MountCommand.parse(Self.placeholders))
+        for setting in MountSettings.all where setting.flag != "--foreground" {
+            let given = Self.sample(for: setting, readableFile: file).map { [setting.flag, $0] } ?? [setting.flag]
+            let command = try MountCommand.parse(Self.placeholders + given)
+            let background = MountSettings.backgroundArguments(of: command)
+            #expect(setting.backgroundArguments(command) == given, "\(setting.flag) reaches the background process as given")
+            #expect(Self.contains(background, given), "\(given) among \(background)")
+            let reparsed = try MountCommand.parse(Self.placeholders + background)
+            #expect(MountSettings.backgroundArguments(of: reparsed) == background, "\(setting.flag): \(background)")
+            if setting.isSwitch {
+                #expect(!Self.contains(defaults, given), "\(setting.flag) is off unless given: \(defaults)")
+            }
+        }
+    }
+
+    @Test("Every setting is also an -o key, written with _ or -, that means the same as its flag")
+    func everySettingIsAnOptionKey() throws {
+        let file = try Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        for setting in MountSettings.all {
+            let value = Self.sample(for: setting, readableFile: file)
+            let byFlag = try MountCommand.parse(Self.placeholders + [setting.flag] + (value.map { [$0] } ?? []))
+            for key in [setting.key, setting.key.replacingOccurrences(of: "_", with: "-")] {
+                let option = value.map { "\(key)=\($0)" } ?? key
+                let normalized = try MountInvocation.normalize(Self.placeholders + ["-o", option], subcommands: ["mount"])
+                let byOption = try MountCommand.parse(Array(normalized.dropFirst()))
+                #expect(MountSettings.backgroundArguments(of: byOption) == MountSettings.backgroundArguments(of: byFlag),
+                        "-o \(option) means \(setting.flag): \(normalized)")
+                #expect(byOption.foreground == byFlag.foreground, "-o \(option): \(normalized)")
+            }
+        }
+    }
+
+    @Test("-o foreground keeps the mount in front; the background process is never told to stay in front")
+    func foregroundIsNeverPassedOn() throws {
+        let normalized = try MountInvocation.normalize(Self.placeholders + ["-o", "foreground"], subcommands: ["mount"])
+        let command = try MountCommand.parse(Array(normalized.dropFirst()))
+        #expect(command.foreground)
+        #expect(!MountSettings.backgroundArguments(of: command).contains("--foreground"))
+    }
+
+    /// Whether `arguments` holds `part` as consecutive elements.
+    static func contains(_ arguments: [String], _ part: [String]) -> Bool {
+        guard part.count <= arguments.count else { return false }
+        return (0...(arguments.count - part.count)).contains { Array(arguments[$0..<($0 + part.count)]) == part }
+    }
+}
