@@ -84,6 +84,7 @@ gzip -9n < README.md > "$doc/README.md.gz"
 gzip -9n < packaging/changelog > "$doc/changelog.gz"
 cp packaging/copyright "$doc/copyright"
 cp examples/fstab.example examples/media.txt "$doc/examples/"
+cp -r examples/formats "$doc/examples/"
 # The mount and automount units are for one mount point, /mnt/media: examples to copy into
 # /etc/systemd/system. The rangefs@.service template is installed where systemd looks (below).
 cp examples/systemd/mnt-media.mount examples/systemd/mnt-media.automount "$doc/examples/systemd/"
@@ -128,7 +129,7 @@ say "wrote $deb ($(du -k "$deb" | cut -f1) KiB; Depends: $depends)"
 # ------------------------------------------------------------------ tarball
 name="rangefs-$version-linux-x86_64"
 tar_root="$stage/$name"
-cp -a "$deb_root/usr" "$tar_root"
+cp -a "$tree" "$tar_root"
 # Under /usr/local zsh looks in site-functions, not in Debian's vendor-completions.
 mkdir -p "$tar_root/share/zsh/site-functions"
 mv "$tar_root/share/zsh/vendor-completions/_rangefs" "$tar_root/share/zsh/site-functions/"
