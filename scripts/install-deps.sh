@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what RangeFS needs to build, test and run its demo on Debian 12:
 # libfuse3 and libcurl headers, SQLite, nginx (the test and demo server), ffmpeg
-# (makes and probes test audio), curl, attr (getfattr), mpg123.
+# (makes and probes test audio), curl, attr (getfattr), mpg123; and for building
+# and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
+# lintian and debootstrap.
 # Idempotent and non-interactive; uses sudo only when not root. Swift itself is
 # expected on PATH already.
 set -euo pipefail
@@ -17,6 +19,7 @@ packages=(
     attr
     mpg123
     ca-certificates
+    dpkg-dev binutils lintian debootstrap
 )
 
 if [ "$(id -u)" -eq 0 ]; then

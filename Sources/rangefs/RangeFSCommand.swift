@@ -23,7 +23,7 @@ struct RangeFSCommand: ParsableCommand {
             /etc/rangefs/media.txt /mnt/media
           umount /mnt/media
         """,
-        version: RangeFSVersion.current,
+        version: RangeFSVersion.description(commit: buildCommit),
         subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self, RefreshCommand.self]
     )
 }
