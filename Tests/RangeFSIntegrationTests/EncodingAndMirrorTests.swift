@@ -94,6 +94,25 @@ extension RangeFSIntegrationTests {
         return ["a/mirrored.bin", "b/mirrored.bin"].first { !server.gets($0).filter { $0.range != nil }.isEmpty }
     }
 
+    /// Publishes `bytes` on two mirrors behind `mirrored.bin`, mounts it and reads its first
+    /// 64 KiB; returns the mount and which mirror its ranges went to (and the other one).
+    private func mountMirrorsAndReadHead(on server: FaultServer, _ bytes: [UInt8]) throws
+        -> (mount: Mount, path: String, mirror: String, other: String) {
+        publishMirrors(on: server, bytes)
+        let mount = try fx.mount(server: server, names: ["mirrored.bin"])
+        let path = mount.path("mirrored.bin")
+        let head = Reading.range(path, offset: 0, length: 65536)
+        #expect(head.succeeded && head.bytes == Data(bytes[0..<65536]), "first read: \(head)")
+        let mirror = try #require(mirrorInUse(server), "no ranged GET reached a mirror: \(server.requests)")
+        return (mount, path, mirror, mirror == "a/mirrored.bin" ? "b/mirrored.bin" : "a/mirrored.bin")
+    }
+
+    /// `mirror` is gone, and the URL now leads only to `other`.
+    private func dropMirror(_ mirror: String, keeping other: String, on server: FaultServer) {
+        server.remove(mirror)
+        server.configure("mirrored.bin", PathOptions(redirectsInTurn: [server.url(other).absoluteString]))
+    }
+
     @Test("mirrors: a URL redirecting to two mirrors with their own ETags reads byte-exact; ranges go to one mirror with its If-Range")
     func mirrorsBehindRedirectReadable() throws {
         let server = try FaultServer()
@@ -126,17 +145,8 @@ extension RangeFSIntegrationTests {
     func mirrorsFailOver() throws {
         let server = try FaultServer()
         let data = RandomBytes.make(count: Self.faultFileSize, seed: 0x3022)
-        publishMirrors(on: server, data)
-        let mount = try fx.mount(server: server, names: ["mirrored.bin"])
-        let path = mount.path("mirrored.bin")
-        let head = Reading.range(path, offset: 0, length: 65536)
-        #expect(head.succeeded && head.bytes == Data(data[0..<65536]), "first read: \(head)")
-        let mirror = try #require(mirrorInUse(server), "no ranged GET reached a mirror: \(server.requests)")
-
-        // The mirror is gone, and the URL now leads only to the other one.
-        let other = mirror == "a/mirrored.bin" ? "b/mirrored.bin" : "a/mirrored.bin"
-        server.remove(mirror)
-        server.configure("mirrored.bin", PathOptions(redirectsInTurn: [server.url(other).absoluteString]))
+        let (mount, path, mirror, other) = try mountMirrorsAndReadHead(on: server, data)
+        dropMirror(mirror, keeping: other, on: server)
         server.resetLog()
         let offset = 3 << 20
         let later = Reading.range(path, offset: offset, length: 65536)
@@ -156,11 +166,7 @@ extension RangeFSIntegrationTests {
         let server = try FaultServer()
         let v1 = RandomBytes.make(count: Self.faultFileSize, seed: 0x3023)
         let v2 = RandomBytes.make(count: Self.faultFileSize, seed: 0x3024)
-        publishMirrors(on: server, v1)
-        let mount = try fx.mount(server: server, names: ["mirrored.bin"])
-        let path = mount.path("mirrored.bin")
-        let head = Reading.range(path, offset: 0, length: 65536)
-        #expect(head.succeeded && head.bytes == Data(v1[0..<65536]), "first read: \(head)")
+        let (mount, path, _, _) = try mountMirrorsAndReadHead(on: server, v1)
 
         server.publish("a/mirrored.bin", bytes: v2)
         server.publish("b/mirrored.bin", bytes: v2)
@@ -178,17 +184,9 @@ extension RangeFSIntegrationTests {
         let server = try FaultServer()
         let v1 = RandomBytes.make(count: Self.faultFileSize, seed: 0x3025)
         let v2 = RandomBytes.make(count: Self.faultFileSize + 4096, seed: 0x3026)
-        publishMirrors(on: server, v1)
-        let mount = try fx.mount(server: server, names: ["mirrored.bin"])
-        let path = mount.path("mirrored.bin")
-        let head = Reading.range(path, offset: 0, length: 65536)
-        #expect(head.succeeded && head.bytes == Data(v1[0..<65536]), "first read: \(head)")
-        let mirror = try #require(mirrorInUse(server), "no ranged GET reached a mirror")
-
-        let other = mirror == "a/mirrored.bin" ? "b/mirrored.bin" : "a/mirrored.bin"
-        server.remove(mirror)
+        let (mount, path, mirror, other) = try mountMirrorsAndReadHead(on: server, v1)
         server.publish(other, bytes: v2)
-        server.configure("mirrored.bin", PathOptions(redirectsInTurn: [server.url(other).absoluteString]))
+        dropMirror(mirror, keeping: other, on: server)
         let changed = Reading.range(path, offset: 3 << 20, length: 65536)
         #expect(changed.failedWithEIO, "a read of a file that changed size behind the redirect should fail with EIO: \(changed)\(Check.daemonLog(mount))")
         #expect(changed.bytes.isEmpty || Reading.isPrefix(changed.bytes, of: v1, at: 3 << 20),
