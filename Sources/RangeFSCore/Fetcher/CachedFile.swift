@@ -24,10 +24,11 @@ public final class CachedFile: Sendable {
     let environment: FetchEnvironment
     let events: CachedFileEvents
     let budget: CacheBudget
-    /// The plan and the open data file. Lock order: the catalog's `slots` (eviction) → this
-    /// lock → `CacheBudget.counters` (a leaf: background reservations) and, only when the data
-    /// file vanished behind our back (`openDataFile`), the catalog's budget hooks and the
-    /// metadata store. Nothing else is called under it: actions run after it is released.
+    /// The plan and the open data file. Lock order: the catalog's `slots` (eviction asks
+    /// `evictIfIdle` under it) → this lock → leaf locks only: `CacheBudget.counters` (background
+    /// reservations in `fetchNextMissing`) and, when the data file vanished behind our back
+    /// (`openDataFile`), the catalog's `evictionScheduled` (via `cachedBytesChanged`) and the
+    /// metadata store. The plan's actions — replies, requests, events — run after it is released.
     let state: Mutex<State>
 
     struct State {
