@@ -24,6 +24,9 @@ public final class FileCatalog: Sendable {
     private let storedRecords: Mutex<[String: CachedFileRecord]>
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
     public let budget: CacheBudget
+    /// Lock order: `slots` → `storedRecords` (forget, evict) and `slots` → a `CachedFile`'s state
+    /// lock (`evict` asks the file under it); a file's state lock takes no lock of the catalog
+    /// but the leaf `evictionScheduled` (see `CachedFile.state`).
     private let slots = Mutex<[String: Slot]>([:])
     /// Size probes wait here for their turn (set once in `init`).
     private let probes = Mutex<ProbeQueue?>(nil)

@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// The network side of a cached file: range requests go out, their bytes are written to the
+/// data file as they arrive, and their ends are handed to the plan.
+extension CachedFile {
+    func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool) {
+        let source = state.withLock { $0.plan.source }
+        let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
+                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
+                                   maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
+                                   wholeBody: wholeBody)
+        environment.client.fetch(request, sink: { [self] data, offset in
+            receive(transfer: id, data, at: offset)
+        }, completion: { [self] result in
+            update { $0.plan.transferEnded(id, result) }
+        })
+    }
+
+    /// Stores bytes as they arrive and answers every read they complete. False stops the transfer.
+    private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64) -> Bool {
+        let count = UInt64(data.count)
+        guard let target = state.withLock({ state -> (file: DataFile, promised: UInt64)? in
+            guard let file = state.dataFile else { return nil }
+            return (file, state.plan.takeReservation(of: id, for: count))
+        }) else { return false }
+        let (file, promised) = target
+        // Nothing is written below the floor, also when another program filled the disk meanwhile.
+        guard budget.claim(count, reservedPart: promised) else { return stopForSpace(transfer: id) }
+        do {
+            try file.write(data, at: offset)
+        } catch {
+            if CacheBudget.isOutOfSpace(error) { return stopForSpace(transfer: id) }
+            environment.logger.error("\(error)")
+            state.withLock { $0.plan.lastFailure = "\(error)" }
+            return false
+        }
+        let now = ContinuousClock.now
+        let (actions, replyFile) = state.withLock { state in
+            (state.plan.bytesWritten(by: id, at: offset, count: count, now: now), state.dataFile)
+        }
+        guard let actions else { return false }
+        perform(actions, file: replyFile)
+        return true
+    }
+
+    /// Ends a transfer whose bytes the cache has no room for (its client sees a refusing sink).
+    private func stopForSpace(transfer id: Int) -> Bool {
+        state.withLock { $0.plan.stopForSpace(id) }
+        return false
+    }
+
+    // MARK: Verify
+
+    /// Where `rangefs verify` asks about this file: the place its ranges come from.
+    public var verificationRequest: (url: URL, headers: [String: String]) {
+        let source = state.withLock { $0.plan.source }
+        return (source.requestURL(origin: url), source.requestHeaders(headers, origin: url))
+    }
+
+    /// Compares the cached version with what the server says now (`rangefs verify`, which
+    /// probed `verificationRequest.url`); a different size, or another validator from the same
+    /// place, discards this version. Returns why it differs, or nil.
+    func verify(against info: RemoteFileInfo, probedURL: URL) -> String? {
+        let (why, actions, file) = state.withLock { state in
+            let (why, actions) = state.plan.verified(info, probedURL: probedURL)
+            return (why, actions, state.dataFile)
+        }
+        perform(actions, file: file)
+        return why
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Commits, promotion, rejection and eviction as the state sees them: which blocks a commit
+/// covers, what a failed commit rolls back, what a rejected or evicted version forgets.
+extension FilePlan {
+    /// What a commit starting now covers: the written blocks, the durable ones, and whether
+    /// this version was given up (nothing is committed then).
+    mutating func commitStarting() -> (available: BlockBitmap, durable: BlockBitmap, invalidated: Bool) {
+        commitScheduled = false
+        uncommittedBytes = 0
+        return (available, durable, invalidated != nil)
+    }
+
+    /// The blocks of `snapshot` are synced and in the database; `complete` once it holds them all.
+    mutating func committed(_ snapshot: BlockBitmap, complete: Bool) {
+        durable = snapshot
+        self.complete = complete
+        if complete { waitingForSpace = false }
+    }
+
+    /// A commit failed: only what is durable is trusted, so those blocks are fetched again
+    /// rather than served from a hole. Readers whose bytes were just dropped and that no transfer
+    /// will bring again are answered now: from the network, unstored, when the disk is full
+    /// (that is no failure of the file); else they fail, as fetching again into a cache that
+    /// cannot keep data would not end. Returns the bytes dropped and what to do.
+    mutating func commitRolledBack(outOfSpace: Bool, error: String) -> (dropped: UInt64, actions: [Action]) {
+        let dropped = cachedBytes(of: available) - cachedBytes(of: durable)
+        available = durable
+        partial = [:]
+        let actions: [Action]
+        if outOfSpace {
+            waitingForSpace = true
+            actions = readThroughOrphanedWaiters()
+        } else {
+            lastFailure = error
+            actions = failOrphanedWaiters(error: FetchError("\(name): cannot keep fetched data: \(error)"))
+        }
+        return (dropped, actions)
+    }
+
+    /// The finished file is not what the manifest promised: its readers fail and its blocks are
+    /// forgotten (the caller removes the data file when this returns actions). Nothing when this
+    /// version was given up already.
+    mutating func reject(because reason: String) -> [Action] {
+        guard invalidated == nil else { return [] }
+        invalidated = reason
+        rejected = true
+        let failure = FetchError("\(name): \(reason)")
+        var actions = failWaiters(overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+        actions.append(.cachedBytes(-Int64(cachedBytes(of: available))))
+        forgetBlocks()
+        actions.append(.rejected)
+        return actions
+    }
+
+    /// Forgets every block of this version (its data file is gone or going).
+    mutating func forgetBlocks() {
+        available = BlockBitmap(blockCount: layout.blockCount)
+        durable = available
+        partial = [:]
+    }
+
+    /// Forgets every block unless a reader, a transfer or a commit uses the file; returns the
+    /// bytes freed (the caller removes the data file), or nil when the file is busy.
+    mutating func evictIfIdle() -> UInt64? {
+        guard isIdle, invalidated == nil else { return nil }
+        let freed = cachedBytes(of: available)
+        forgetBlocks()
+        complete = layout.blockCount == 0
+        uncommittedBytes = 0
+        return freed
+    }
+
+    /// The data file vanished behind our back: what the bitmap says is no longer true. Returns
+    /// the bytes that were counted as cached.
+    mutating func dataLost() -> UInt64 {
+        let lost = cachedBytes(of: available)
+        forgetBlocks()
+        complete = false
+        return lost
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+
+/// Reads and background work: which requests to start for them, and who waits for what.
+extension FilePlan {
+    /// Why no read of this version can be answered any more, or nil while it can.
+    var readRefusal: FetchError? {
+        guard let reason = invalidated else { return nil }
+        let advice = rejected ? "" : "; open the file again"
+        return FetchError("\(name): \(reason)\(advice)")
+    }
+
+    /// A read of `bytes` (already clamped to the file): answers it when its bytes are here,
+    /// else queues it and starts what is missing (plus up to `readAhead` bytes after it, for a
+    /// sequential reader) in as few requests as possible. The data file is open.
+    mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64, now: ContinuousClock.Instant,
+                       completion: @escaping ReadCompletion) -> [Action] {
+        if complete || bytes.isEmpty {
+            return [.answer(completion, bytes)]
+        }
+        var actions: [Action]
+        if readAhead == 0, let sparse = planSparseRead(bytes) {
+            actions = sparse
+        } else {
+            let end = readAheadEnd(after: bytes.upperBound, window: readAhead) ?? bytes.upperBound
+            actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now)
+        }
+        if isAvailable(bytes) {
+            actions.append(.answer(completion, bytes))
+        } else {
+            let id = nextWaiterID
+            nextWaiterID += 1
+            waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
+            // A reader now waits on these transfers: none of them may be held back any more.
+            let blocks = layout.blocks(covering: bytes)
+            for (id, transfer) in transfers where transfer.mayBeHeldBack && transfer.blocks.overlaps(blocks) {
+                transfers[id]?.mayBeHeldBack = false
+                actions.append(.raise(transfer.urgency))
+            }
+            actions.append(.expire(waiter: id, after: policy.readDeadline))
+        }
+        return actions
+    }
+
+    /// The bytes of the blocks a read of `bytes` would store (0 when nothing is to be stored).
+    func bytesToStore(for bytes: Range<UInt64>) -> UInt64 {
+        guard !complete, !streamOnly, invalidated == nil, !bytes.isEmpty, !isAvailable(bytes) else { return 0 }
+        return UInt64(layout.byteRange(ofBlocks: layout.blocks(covering: bytes)).count)
+    }
+
+    /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
+    /// one request per run of adjacent blocks (split at `maxRequestBytes`).
+    /// Blocks that start before `readerNeedsUntil` are a reader's own: those join only a
+    /// transfer that is close (`isComingSoon`); the rest join any transfer that brings them.
+    mutating func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64 = 0,
+                                now: ContinuousClock.Instant) -> [Action] {
+        if streamOnly {
+            return planStream()
+        }
+        let maxBlocks = max(1, Int(policy.maxRequestBytes / layout.blockSize))
+        var actions: [Action] = []
+        var runStart: Int?
+        let blocks = layout.blocks(covering: bytes)
+        for block in blocks.lowerBound...blocks.upperBound {
+            let onItsWay = block < blocks.upperBound
+                && (layout.byteRange(ofBlock: block).lowerBound < readerNeedsUntil
+                    ? isComingSoon(block, now: now) : isRequested(block))
+            let wanted = block < blocks.upperBound && !available.contains(block) && !onItsWay
+            if wanted, runStart == nil { runStart = block }
+            guard let start = runStart else { continue }
+            if !wanted || block + 1 - start == maxBlocks {
+                let run = start..<(wanted ? block + 1 : block)
+                runStart = nil
+                for var piece in missingPieces(of: layout.byteRange(ofBlocks: run)) {
+                    // A reader that lands deep inside a missing block (a seek) should not wait for
+                    // the block's start to arrive first: its request starts at its own bytes, and a
+                    // second one brings the head of the block so that the block becomes whole.
+                    let seek = pageAligned(bytes).lowerBound
+                    if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
+                        let head = piece.lowerBound..<seek
+                        actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head)))
+                        piece = seek..<piece.upperBound
+                    }
+                    actions.append(startTransfer(bytes: piece, blocks: layout.blocks(covering: piece)))
+                }
+            }
+        }
+        return actions
+    }
+
+    /// A reader that jumped (no read-ahead) into blocks that are not on their way gets only its
+    /// own pages: random 4 KiB reads would otherwise cost a whole block each. Once a block holds
+    /// a sixteenth of its bytes from such reads, the reader keeps coming back there and the
+    /// usual path fetches the rest of the block. Returns nil when the usual path should run.
+    mutating func planSparseRead(_ bytes: Range<UInt64>) -> [Action]? {
+        guard !streamOnly, !bytes.isEmpty else { return nil }
+        let blocks = layout.blocks(covering: bytes)
+        let blockBytes = layout.byteRange(ofBlocks: blocks)
+        guard blocks.allSatisfy({ !available.contains($0) }),
+              !transfers.values.contains(where: { !$0.blocks.isEmpty && $0.bytes.overlaps(blockBytes) })
+        else { return nil }
+        let scattered = blocks.reduce(UInt64(0)) { total, block in
+            total + (partial[block] ?? []).reduce(0) { $0 + UInt64($1.count) }
+        }
+        guard scattered < UInt64(blocks.count) * layout.blockSize / 16 else { return nil }
+        return missingPieces(of: pageAligned(bytes)).map { startPageTransfer(bytes: $0) }
+    }
+
+    /// A transfer of a few pages that brings no whole block: other readers of its blocks
+    /// do not join it (`isRequested` does not see it), and nobody waits for it but its own.
+    mutating func startPageTransfer(bytes: Range<UInt64>) -> Action {
+        let first = layout.blocks(covering: bytes).lowerBound
+        return startTransfer(bytes: bytes, blocks: first..<first)
+    }
+
+    mutating func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>) -> Action {
+        let id = nextTransferID
+        nextTransferID += 1
+        let transfer = Transfer(bytes: bytes, blocks: blocks)
+        transfers[id] = transfer
+        return .fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)
+    }
+
+    /// For a server that ignores ranges: one GET of the whole file, unless one is running.
+    /// Readers are answered as the stream passes their bytes.
+    mutating func planStream() -> [Action] {
+        guard !transfers.values.contains(where: \.wholeBody), !available.isComplete,
+              invalidated == nil else { return [] }
+        let id = nextTransferID
+        nextTransferID += 1
+        let all = 0..<layout.blockCount
+        let transfer = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
+        transfers[id] = transfer
+        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency, wholeBody: true)]
+    }
+
+    /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
+    /// It waits until half the window is free, so the leading edge moves in large requests
+    /// (joined with the reader's own) instead of one small request per read.
+    func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
+        guard window > 0, offset < layout.fileSize else { return nil }
+        let end = min(layout.fileSize, offset + window)
+        let blocks = layout.blocks(covering: offset..<end)
+        guard let first = blocks.first(where: { !available.contains($0) && !isRequested($0) }) else {
+            return nil
+        }
+        let firstOffset = layout.byteRange(ofBlock: first).lowerBound
+        guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
+        return end
+    }
+
+    // MARK: Background completion
+
+    /// Whether background work may start anything on this file.
+    var wantsBackgroundWork: Bool {
+        !complete && layout.blockCount > 0 && invalidated == nil
+    }
+
+    /// The next bytes background work should fetch: the first gap (at most `maxBytes` of
+    /// blocks) that is neither here nor on its way; nil when every missing block is on its way.
+    func nextBackgroundPiece(maxBytes: UInt64) -> Range<UInt64>? {
+        var start = 0
+        while let run = available.nextMissingRun(from: start) {
+            guard let free = run.first(where: { !isRequested($0) }) else {
+                start = run.upperBound
+                continue
+            }
+            let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
+            var end = free
+            while end < run.upperBound, end - free < maxBlocks, !isRequested(end) { end += 1 }
+            // Only the first gap: what a reader already brought into these blocks is not
+            // asked for again, and the next call takes the next gap.
+            guard let piece = missingPieces(of: layout.byteRange(ofBlocks: free..<end), allInFlight: true).first else {
+                start = end
+                continue
+            }
+            return piece
+        }
+        return nil
+    }
+
+    /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
+    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
+        waitingForSpace = false
+        let id = nextTransferID
+        nextTransferID += 1
+        var transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
+                                urgency: TransferUrgency(.background), onFinish: onFinish)
+        transfer.reserved = UInt64(piece.count)
+        transfer.mayBeHeldBack = true
+        transfers[id] = transfer
+        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+
+/// Transfers as they run and end: bytes arriving, success, retries, the search for where the
+/// file is served now, final failures and remote changes.
+extension FilePlan {
+    /// Takes from a transfer's promise the part that covers `count` arriving bytes.
+    mutating func takeReservation(of id: Int, for count: UInt64) -> UInt64 {
+        let promised = min(transfers[id]?.reserved ?? 0, count)
+        transfers[id]?.reserved -= promised
+        return promised
+    }
+
+    /// `count` bytes of transfer `id` were written at `offset`: answers every read they
+    /// complete. Nil when the transfer is gone or the bytes are not where it stands (the
+    /// transfer must stop).
+    mutating func bytesWritten(by id: Int, at offset: UInt64, count: UInt64, now: ContinuousClock.Instant) -> [Action]? {
+        guard var transfer = transfers[id], transfer.frontier == offset else { return nil }
+        transfer.written += count
+        if transfer.firstByteAt == nil { transfer.firstByteAt = now }
+        rate.record(Int(count), at: now)
+        transfers[id] = transfer
+        let added = recordWritten(offset..<(offset + count))
+        uncommittedBytes += added
+        var actions = answerWaiters(overlapping: transfer.bytes)
+        if added > 0 { actions.append(.cachedBytes(Int64(added))) }
+        if uncommittedBytes >= policy.commitIntervalBytes, !commitScheduled {
+            commitScheduled = true
+            actions.append(.commit)
+        }
+        return actions
+    }
+
+    /// Records bytes just written; returns how many bytes of blocks became whole.
+    mutating func recordWritten(_ bytes: Range<UInt64>) -> UInt64 {
+        var completed: UInt64 = 0
+        for block in layout.blocks(covering: bytes) where !available.contains(block) {
+            let blockBytes = layout.byteRange(ofBlock: block)
+            let merged = ((partial[block] ?? []) + [bytes.clamped(to: blockBytes)]).merged()
+            if merged.count == 1, merged[0] == blockBytes {
+                available.insert(block)
+                partial[block] = nil
+                completed += UInt64(blockBytes.count)
+            } else {
+                partial[block] = merged
+            }
+        }
+        return completed
+    }
+
+    /// The cache had no room for the bytes of transfer `id`: it ends without failing (`transferEnded`).
+    mutating func stopForSpace(_ id: Int) {
+        transfers[id]?.stoppedForSpace = true
+    }
+
+    /// Transfer `id` ended: done, to be retried, to look for where the file is now, or failed for good.
+    mutating func transferEnded(_ id: Int, _ result: Result<Void, RemoteError>) -> [Action] {
+        guard var transfer = transfers[id] else { return [] }
+        if transfer.stoppedForSpace { return endedForSpace(transfer, id: id) }
+        var actions: [Action] = []
+        var ended = true
+        switch result {
+        case .success:
+            transfers[id] = nil
+            actions += releasing(transfer)
+            lastFailure = nil
+        case .failure(let error):
+            let remainder = transfer.frontier..<transfer.bytes.upperBound
+            if !remainder.isEmpty, shouldFindSource(after: error, of: transfer) {
+                // Kept in `transfers`, so its readers keep waiting for it.
+                transfer.sourceLookups += 1
+                transfers[id] = transfer
+                if awaitingSource.isEmpty { actions.append(.findSource) }
+                awaitingSource[id] = error
+                ended = false
+            } else if let delay = retryDelay(after: error, attempts: transfer.attempts), !remainder.isEmpty {
+                transfer.attempts += 1
+                // A stream without ranges can only start over; its bytes so far are kept.
+                if transfer.wholeBody { transfer.written = 0 }
+                transfer.firstByteAt = nil
+                transfers[id] = transfer
+                let retried = transfer.wholeBody ? transfer.bytes : remainder
+                actions.append(.log(.warning, "GET \(name) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)"))
+                actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+                                      wholeBody: transfer.wholeBody, after: delay))
+                ended = false
+            } else {
+                transfers[id] = nil
+                actions += releasing(transfer)
+                actions += finalFailure(error, of: remainder)
+            }
+        }
+        actions += answerWaiters(overlapping: transfer.bytes)
+        var unmounting = false
+        if case .failure(.cancelled) = result { unmounting = true }
+        if !unmounting {
+            actions += refetchForOrphanedWaiters()
+        }
+        if ended, let observer = transfer.onFinish {
+            actions.append(.notify(observer, result.isSuccess))
+        }
+        if uncommittedBytes > 0, !commitScheduled, transfers.isEmpty || uncommittedBytes >= policy.commitIntervalBytes {
+            commitScheduled = true
+            actions.append(.commit)
+        }
+        return actions
+    }
+
+    /// What the budget promised an ended transfer and it did not write goes back.
+    private func releasing(_ transfer: Transfer) -> [Action] {
+        transfer.reserved > 0 ? [.release(transfer.reserved)] : []
+    }
+
+    /// A transfer stopped for lack of room: nothing failed. Its readers get their bytes from the
+    /// network unstored; background work on the file waits for space.
+    private mutating func endedForSpace(_ transfer: Transfer, id: Int) -> [Action] {
+        transfers[id] = nil
+        var actions = releasing(transfer)
+        actions += answerWaiters(overlapping: transfer.bytes)
+        actions += readThroughOrphanedWaiters()
+        if let observer = transfer.onFinish {
+            waitingForSpace = true
+            actions.append(.notify(observer, true))
+        }
+        if uncommittedBytes > 0, !commitScheduled, transfers.isEmpty {
+            commitScheduled = true
+            actions.append(.commit)
+        }
+        return actions
+    }
+
+    /// Whether a failed transfer should first ask the manifest URL where the file is now: a
+    /// redirect led to another copy, or the place a redirect once led to no longer answers
+    /// (a mirror gone). Twice at most per transfer.
+    func shouldFindSource(after error: RemoteError, of transfer: Transfer) -> Bool {
+        guard invalidated == nil, transfer.sourceLookups < 2 else { return false }
+        switch error {
+        case .servedElsewhere:
+            return true
+        case .changed, .cancelled, .rangesNotSupported, .localStorage:
+            return false
+        case .status, .transport, .refused, .protocolViolation:
+            // Transient trouble is retried where it is first; a final one leaves that mirror.
+            return source.location != nil && retryDelay(after: error, attempts: transfer.attempts) == nil
+        }
+    }
+
+    /// The manifest URL said where the file is now (`findSource`): carry on there when it holds
+    /// the same version (another mirror of the same size), start over when the file really changed.
+    mutating func sourceFound(_ result: Result<RemoteFileInfo, RemoteError>) -> [Action] {
+        let waiting = awaitingSource
+        awaitingSource = [:]
+        var actions: [Action] = []
+        let verdict: FetchSource.Verdict
+        switch result {
+        case .success(let info):
+            verdict = source.verdict(on: info, probedURL: url, origin: url, size: layout.fileSize)
+        case .failure(let error):
+            // Nowhere to go: each transfer fails with what it met.
+            actions.append(.log(.warning, "\(name): cannot find where it is served now: \(error)"))
+            verdict = .same
+        }
+        switch verdict {
+        case .changed(let why):
+            for id in waiting.keys { actions += endTransfer(id, succeeded: false) }
+            return actions + remoteChanged(because: why)
+        case .moved(let newSource):
+            actions.append(.log(.notice, "\(name) is served from \(newSource.location?.redactedForDisplay ?? name) now (\(waiting.values.first.map { "\($0)" } ?? "moved"))"))
+            source = newSource
+            actions.append(.saveSource(newSource))
+        case .same:
+            break
+        }
+        for (id, error) in waiting.sorted(by: { $0.key < $1.key }) {
+            guard var transfer = transfers[id] else { continue }
+            let remainder = transfer.frontier..<transfer.bytes.upperBound
+            let stillThere: Bool
+            if case .moved = verdict { stillThere = false } else { stillThere = true }
+            if stillThere, case .failure = result {
+                actions += endTransfer(id, succeeded: false)
+                actions += finalFailure(error, of: remainder)
+                continue
+            }
+            if stillThere, case .servedElsewhere = error, transfer.sourceLookups >= 2 {
+                actions += endTransfer(id, succeeded: false)
+                actions += finalFailure(error, of: remainder)
+                continue
+            }
+            transfer.attempts = 1
+            if transfer.wholeBody { transfer.written = 0 }
+            transfer.firstByteAt = nil
+            transfers[id] = transfer
+            let retried = transfer.wholeBody ? transfer.bytes : remainder
+            actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+                                  wholeBody: transfer.wholeBody, after: .zero))
+        }
+        return actions
+    }
+
+    /// Forgets a transfer that will not go on, telling its observer.
+    private mutating func endTransfer(_ id: Int, succeeded: Bool) -> [Action] {
+        guard let transfer = transfers.removeValue(forKey: id) else { return [] }
+        return transfer.onFinish.map { [.notify($0, succeeded)] } ?? []
+    }
+
+    /// How long to wait before trying again, or nil when the error is final or the attempts are spent.
+    /// A `Retry-After` longer than the backoff is honoured, up to `maxRetryAfter`.
+    func retryDelay(after error: RemoteError, attempts: Int) -> Duration? {
+        guard error.isTransient, attempts < policy.maxAttempts else { return nil }
+        let backoff = policy.retryDelay(attempt: attempts + 1)
+        guard let asked = error.retryAfter else { return backoff }
+        return asked <= policy.maxRetryAfter ? max(backoff, asked) : nil
+    }
+
+    private mutating func finalFailure(_ error: RemoteError, of remainder: Range<UInt64>) -> [Action] {
+        // This version was already given up (changed or rejected) and said so once.
+        if let reason = invalidated {
+            return failWaiters(overlapping: remainder, error: FetchError("\(name): \(reason)"))
+        }
+        switch error {
+        case .cancelled:
+            return failWaiters(overlapping: remainder, error: FetchError("\(name): unmounting"))
+        case .rangesNotSupported:
+            // Nothing was written from that reply. From now on one stream fills the file; its
+            // readers wait for the stream (another transfer may have started it already).
+            guard !streamOnly else { return planStream() }
+            streamOnly = true
+            return [.log(.warning, "\(name): the server ignores ranges; reading the file as one stream")]
+                + planStream() + [.rangesIgnored]
+        case .changed(let why):
+            return remoteChanged(because: why)
+        default:
+            lastFailure = error.description
+            return [.log(.error, "GET \(name) bytes \(remainder.lowerBound)-\(remainder.upperBound &- 1) failed: \(error)")]
+                + failWaiters(overlapping: remainder, error: FetchError("\(name): \(error)"))
+        }
+    }
+
+    /// This version of the file is gone from the server: fail its readers, forget its data.
+    mutating func remoteChanged(because why: String) -> [Action] {
+        guard invalidated == nil else { return [] }
+        invalidated = "remote file changed (\(why))"
+        lastFailure = invalidated
+        let failure = FetchError("\(name): remote file changed; open the file again")
+        // The catalog forgets this version before its readers hear of the change: a reader that
+        // opens the file again at once must find the new version, not this one.
+        var actions: [Action] = [
+            .log(.error, "\(name) changed on the server (\(why)); its cached data is discarded and it starts over"),
+            .cachedBytes(-Int64(cachedBytes(of: available))), .invalidated,
+        ]
+        actions += failWaiters(overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
+        return actions
+    }
+
+    /// A probe of `probedURL` (`rangefs verify`) answered `info`: another place holding the same
+    /// version becomes the source; a different size or validator discards this version.
+    /// Returns why it differs (nil when it does not) and what to do.
+    mutating func verified(_ info: RemoteFileInfo, probedURL: URL) -> (String?, [Action]) {
+        switch source.verdict(on: info, probedURL: probedURL, origin: url, size: layout.fileSize) {
+        case .same:
+            return (nil, [])
+        case .moved(let newSource):
+            source = newSource
+            return (nil, [.saveSource(newSource)])
+        case .changed(let why):
+            // A rejected version is unreadable already: the catalog only has to forget it, so
+            // that the server's new version is fetched.
+            return (why, rejected ? [.invalidated] : remoteChanged(because: why))
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Logging
+
+/// What one cached file knows and decides, with no I/O: which blocks are written and durable,
+/// the transfers in flight, the readers waiting. Each event (a read, bytes written, a transfer
+/// ending, a commit, a remote change) updates it and returns the `Action`s to take; `CachedFile`
+/// performs them after its lock is released. It reads no clock (`now` comes in), opens no file
+/// and logs nothing itself, so tests drive it directly.
+struct FilePlan {
+    let url: URL
+    let layout: BlockLayout
+    let policy: FetchPolicy
+
+    /// Blocks whose bytes are written to the data file (maybe not synced yet).
+    var available: BlockBitmap
+    /// Blocks synced and committed to the database.
+    var durable: BlockBitmap
+    /// Bytes written so far into blocks that are not whole yet, per block (merged ranges).
+    /// A reader whose bytes are here is answered before its block is complete.
+    var partial: [Int: [Range<UInt64>]] = [:]
+    /// Every block durable and the data file promoted to its final name.
+    var complete: Bool
+    var transfers: [Int: Transfer] = [:]
+    var nextTransferID = 0
+    var waiters: [Waiter] = []
+    var nextWaiterID = 0
+    var uncommittedBytes: UInt64 = 0
+    var commitScheduled = false
+    var openHandles = 0
+    var lastFailure: String?
+    /// The server ignores ranges: one stream from the start fills the file.
+    var streamOnly: Bool
+    var rate = RateMeter()
+    /// Set when the remote file changed, or when its bytes do not match the manifest's
+    /// sha256 (`rejected`): this version can never be completed or read again.
+    var invalidated: String?
+    var rejected = false
+    /// What the whole file must hash to before it is promoted (the manifest's sha256).
+    var expectedSHA256: String?
+    /// Where ranges are asked for, and the validator they must match there.
+    var source: FetchSource
+    /// Transfers that failed where `source` points, waiting while the manifest URL is asked
+    /// again where it leads now (one probe at a time), with the error each one met.
+    var awaitingSource: [Int: RemoteError] = [:]
+    /// Background work on it stopped at the cache's limits; it goes on once there is room.
+    var waitingForSpace = false
+
+    init(url: URL, layout: BlockLayout, policy: FetchPolicy, blocks: BlockBitmap, complete: Bool,
+         streamOnly: Bool, expectedSHA256: String?, source: FetchSource) {
+        self.url = url
+        self.layout = layout
+        self.policy = policy
+        available = blocks
+        durable = blocks
+        self.complete = complete
+        self.streamOnly = streamOnly
+        self.expectedSHA256 = expectedSHA256?.lowercased()
+        self.source = source
+    }
+
+    /// The file's URL as logs and errors show it (no credentials).
+    var name: String { url.redactedForDisplay }
+
+    /// A range request in flight; `written` bytes from its start are in the data file.
+    struct Transfer {
+        var bytes: Range<UInt64>
+        /// The blocks it brings whole; empty for a few pages that complete no block (nobody joins those).
+        var blocks: Range<Int>
+        var urgency = TransferUrgency(.foreground)
+        /// Started as background work and not raised yet: a reader that waits on it raises it.
+        var mayBeHeldBack = false
+        /// A plain GET of the whole file, for servers that ignore ranges.
+        var wholeBody = false
+        /// Told when the transfer ends (the prefetcher, for its own transfers).
+        var onFinish: (@Sendable (Bool) -> Void)?
+        var written: UInt64 = 0
+        var attempts = 1
+        /// How often a failure sent it to ask where the file is now (bounded: no endless loop).
+        var sourceLookups = 0
+        /// Bytes the budget promised this (background) transfer and that it has not written yet.
+        var reserved: UInt64 = 0
+        /// Stopped because the cache had no room for its bytes: not a failure.
+        var stoppedForSpace = false
+        /// When its first byte arrived, to tell how fast it moves.
+        var firstByteAt: ContinuousClock.Instant?
+        var frontier: UInt64 { bytes.lowerBound + written }
+
+        /// When the transfer is expected to reach `offset`; nil while nothing is known of its speed.
+        func expectedArrival(of offset: UInt64, now: ContinuousClock.Instant) -> Duration? {
+            guard let firstByteAt, written > 0 else { return nil }
+            let elapsed = (now - firstByteAt).timeInterval
+            let bytesPerSecond = Double(written) / max(elapsed, 0.001)
+            return .seconds(Double(offset &- min(offset, frontier)) / bytesPerSecond)
+        }
+    }
+
+    /// A read waiting for its bytes.
+    struct Waiter {
+        var id: Int
+        var bytes: Range<UInt64>
+        var completion: ReadCompletion
+    }
+
+    /// Work decided under the lock and done after it is released.
+    enum Action {
+        case fetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool = false)
+        case retry(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, after: Duration)
+        /// A reader waits on this transfer now: it may no longer be held back.
+        case raise(TransferUrgency)
+        case notify(@Sendable (Bool) -> Void, Bool)
+        case expire(waiter: Int, after: Duration)
+        case invalidated
+        case rejected
+        case rangesIgnored
+        /// Ask the manifest URL where the file is now (`sourceFound` decides what follows).
+        case findSource
+        /// Remember the new source in the database.
+        case saveSource(FetchSource)
+        /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
+        case cachedBytes(Int64)
+        /// Give back what the budget promised a background transfer and it did not write.
+        case release(UInt64)
+        /// The reader's bytes are in the data file at `range`.
+        case answer(ReadCompletion, Range<UInt64>)
+        case fail(ReadCompletion, FetchError)
+        /// The cache has no room for these bytes: the reader gets them from the network, unstored.
+        case readThrough(Range<UInt64>, ReadCompletion)
+        case commit
+        case log(Logger.Level, String)
+    }
+
+    // MARK: Looking
+
+    func snapshot(now: ContinuousClock.Instant) -> CachedFileSnapshot {
+        CachedFileSnapshot(size: layout.fileSize, cachedBytes: cachedBytes(of: available), complete: complete,
+                           activeTransfers: transfers.count, lastFailure: invalidated ?? lastFailure,
+                           bytesPerSecond: rate.bytesPerSecond(at: now), waitingForSpace: waitingForSpace)
+    }
+
+    /// The bytes the blocks of `bitmap` hold (the last block is usually shorter than the rest).
+    func cachedBytes(of bitmap: BlockBitmap) -> UInt64 {
+        var bytes = UInt64(bitmap.presentCount) * layout.blockSize
+        if let last = (0..<layout.blockCount).last, bitmap.contains(last) {
+            bytes -= layout.blockSize - UInt64(layout.byteRange(ofBlock: last).count)
+        }
+        return bytes
+    }
+
+    /// True when every byte is in the data file: in an available block, or already written
+    /// into a block that is still arriving.
+    func isAvailable(_ bytes: Range<UInt64>) -> Bool {
+        for block in layout.blocks(covering: bytes) where !available.contains(block) {
+            let needed = bytes.clamped(to: layout.byteRange(ofBlock: block))
+            let written = partial[block] ?? []
+            if !written.contains(where: { $0.lowerBound <= needed.lowerBound && needed.upperBound <= $0.upperBound }) {
+                return false
+            }
+        }
+        return true
+    }
+
+    func isRequested(_ block: Int) -> Bool {
+        transfers.values.contains { $0.blocks.contains(block) }
+    }
+
+    /// A reader joins a transfer that brings its block if that transfer will get there soon:
+    /// it is close, or it moves fast enough. Waiting for a long transfer to crawl there on a slow
+    /// link would cost more than asking for the block again.
+    func isComingSoon(_ block: Int, now: ContinuousClock.Instant) -> Bool {
+        let start = layout.byteRange(ofBlock: block).lowerBound
+        let distance = policy.joinDistanceBlocks * layout.blockSize
+        return transfers.values.contains { transfer in
+            guard transfer.blocks.contains(block) else { return false }
+            if start <= transfer.frontier + distance { return true }
+            guard let arrival = transfer.expectedArrival(of: start, now: now) else { return true }
+            return arrival <= policy.joinWaitLimit
+        }
+    }
+
+    /// The parts of `bytes` still to ask for: not available blocks, not the bytes already
+    /// written into unfinished blocks, nor those a page-sized read is bringing (nobody joins
+    /// those, see `planSparseRead`), nor, with `allInFlight`, anything any transfer is bringing.
+    func missingPieces(of bytes: Range<UInt64>, allInFlight: Bool = false) -> [Range<UInt64>] {
+        var taken: [Range<UInt64>] = []
+        for block in layout.blocks(covering: bytes) {
+            if available.contains(block) {
+                taken.append(layout.byteRange(ofBlock: block))
+            } else {
+                taken += partial[block] ?? []
+            }
+        }
+        for transfer in transfers.values where allInFlight || transfer.blocks.isEmpty {
+            taken.append(transfer.frontier..<transfer.bytes.upperBound)
+        }
+        return bytes.subtracting(taken)
+    }
+
+    /// `bytes` widened to whole pages (the last one stops at the end of the file).
+    func pageAligned(_ bytes: Range<UInt64>) -> Range<UInt64> {
+        let start = bytes.lowerBound & ~(Self.pageSize - 1)
+        return start..<min(layout.fileSize, (bytes.upperBound + Self.pageSize - 1) & ~(Self.pageSize - 1))
+    }
+
+    static let pageSize: UInt64 = 4096
+    /// How deep into a missing block a read must land before its block is fetched in two parts.
+    static let seekSplitThreshold: UInt64 = 32 * 1024
+
+    /// Nothing reads, writes or commits the data file: it may be closed (or dropped).
+    var isIdle: Bool {
+        openHandles == 0 && transfers.isEmpty && waiters.isEmpty && !commitScheduled
+    }
+}

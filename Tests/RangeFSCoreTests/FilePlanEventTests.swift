@@ -1,0 +1,261 @@
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+private let block = PlanFixture.block
+private let origin = PlanFixture.origin
+private let mirror = PlanFixture.mirror
+private let otherMirror = PlanFixture.otherMirror
+private let validator = PlanFixture.validator
+private let noReply = PlanFixture.noReply
+
+/// Transfers ending, commits rolled back, rejections, evictions, the search for a mirror and
+/// background work, each answered with the exact actions to take.
+@Suite struct FilePlanTransferEndTests {
+    @Test func successAnswersReadersAndCommitsWhenNothingElseRuns() {
+        var plan = PlanFixture.plan(size: 2 * block)
+        #expect(plan.read(0..<2 * block, readAhead: 0) == ["fetch #0 0..<131072", "wait #0"])
+        #expect(plan.write(0, 0..<2 * block) == ["answer 0..<131072", "cached 131072"])
+        #expect(plan.end(0, .success(())) == ["commit"])
+        #expect(plan.transfers.isEmpty && plan.commitScheduled)
+    }
+
+    struct RetryCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var error: RemoteError
+        var maxAttempts = 4
+        var expected: [String]
+        var testDescription: String { name }
+    }
+
+    static let name = origin.redactedForDisplay
+
+    @Test(arguments: [
+        RetryCase(name: "5xx is retried from where it stopped", error: .status(503),
+                  expected: ["log warning", "retry #0 4096..<131072"]),
+        RetryCase(name: "a reset is retried", error: .transport("connection reset"),
+                  expected: ["log warning", "retry #0 4096..<131072"]),
+        RetryCase(name: "a Retry-After past the limit is final", error: .status(503, retryAfter: .seconds(60)),
+                  expected: ["log error", "fail \(name): \(RemoteError.status(503, retryAfter: .seconds(60)))"]),
+        RetryCase(name: "404 is final", error: .status(404),
+                  expected: ["log error", "fail \(name): \(RemoteError.status(404))"]),
+        RetryCase(name: "attempts spent is final", error: .status(503), maxAttempts: 1,
+                  expected: ["log error", "fail \(name): \(RemoteError.status(503))"]),
+        RetryCase(name: "unmounting fails the readers and asks for nothing", error: .cancelled,
+                  expected: ["fail \(name): unmounting"]),
+    ])
+    func aFailedTransferIsRetriedOrFailsItsReaders(_ example: RetryCase) {
+        var policy = FetchPolicy()
+        policy.maxAttempts = example.maxAttempts
+        var plan = PlanFixture.plan(size: 2 * block, policy: policy)
+        #expect(plan.read(0..<2 * block, readAhead: 0) == ["fetch #0 0..<131072", "wait #0"])
+        #expect(plan.write(0, 0..<4096) == [])
+        #expect(plan.end(0, .failure(example.error)) == example.expected)
+    }
+
+    @Test func aRetryAfterWithinTheLimitIsHonoured() {
+        let plan = PlanFixture.plan(size: block)
+        #expect(plan.retryDelay(after: .status(503, retryAfter: .seconds(5)), attempts: 1) == .seconds(5))
+        #expect(plan.retryDelay(after: .status(404), attempts: 1) == nil)
+        let backoff = plan.retryDelay(after: .status(502), attempts: 1)
+        #expect(backoff.map { $0 >= .milliseconds(125) && $0 <= .milliseconds(375) } == true)
+    }
+
+    @Test func aFinalFailureFailsTheReadersOfWhatItDidNotBring() {
+        var plan = PlanFixture.plan(size: 4 * block)
+        #expect(plan.read(0..<4096, readAhead: 4 * block) == ["fetch #0 0..<262144", "wait #0"])
+        #expect(plan.read(3 * block..<3 * block + 10) == ["wait #1"])
+        #expect(plan.write(0, 0..<8192) == ["answer 0..<4096"])
+        #expect(plan.end(0, .failure(.status(404))) == [
+            "log error", "fail \(Self.name): \(RemoteError.status(404))",
+        ])
+        #expect(plan.lastFailure == RemoteError.status(404).description && plan.waiters.isEmpty)
+    }
+
+    @Test func aStreamStartsOverOnRetryAndKeepsWhatItWrote() {
+        var plan = PlanFixture.plan(size: 2 * block, streamOnly: true)
+        #expect(plan.read(block..<block + 10) == ["fetch #0 0..<131072 whole", "wait #0"])
+        #expect(plan.write(0, 0..<block) == ["cached 65536"])
+        #expect(plan.end(0, .failure(.transport("reset"))) == ["log warning", "retry #0 0..<131072 whole"])
+        #expect(plan.available.contains(0) && plan.transfers[0]?.written == 0)
+    }
+
+    @Test func aServerThatIgnoresRangesGetsOneStreamForEveryReader() {
+        var plan = PlanFixture.plan(size: 3 * block)
+        #expect(plan.read(2 * block..<2 * block + 10, readAhead: block) == ["fetch #0 131072..<196608", "wait #0"])
+        #expect(plan.end(0, .failure(.rangesNotSupported)) == ["log warning", "fetch #1 0..<196608 whole", "ranges ignored"])
+        #expect(plan.streamOnly)
+        #expect(plan.read(10..<20, readAhead: block) == ["wait #1"])
+        #expect(plan.write(1, 0..<3 * block) == ["answer 131072..<131082", "answer 10..<20", "cached 196608"])
+    }
+
+    @Test func aChangeMidReadFailsEveryReaderAndRefusesLaterReads() {
+        var plan = PlanFixture.plan(size: 2 * block, blocks: [1])
+        #expect(plan.read(0..<100, readAhead: block) == ["fetch #0 0..<65536", "wait #0"])
+        #expect(plan.end(0, .failure(.changed("etag differs"))) == [
+            "log error", "cached -65536", "invalidated",
+            "fail \(Self.name): remote file changed; open the file again",
+        ])
+        #expect(plan.readRefusal?.description == "\(Self.name): remote file changed (etag differs); open the file again")
+        #expect(!plan.wantsBackgroundWork)
+        #expect(plan.remoteChanged(because: "again").isEmpty)
+    }
+
+    @Test func aTransferStoppedForSpaceSendsItsReadersThroughAndReleasesItsPromise() {
+        var plan = PlanFixture.plan(size: 4 * block)
+        let piece = plan.nextBackgroundPiece(maxBytes: 2 * block)
+        #expect(piece == 0..<131072)
+        #expect(PlanFixture.lines(plan.startBackgroundTransfer(piece!, onFinish: { _ in })) == ["fetch #0 0..<131072 background"])
+        #expect(plan.read(block..<block + 10) == ["raise", "wait #0"])
+        #expect(plan.takeReservation(of: 0, for: 4096) == 4096)
+        #expect(plan.write(0, 0..<4096) == [])
+        plan.stopForSpace(0)
+        #expect(plan.end(0, .failure(.localStorage("no room"))) == [
+            "release 126976", "read through 65536..<65546", "notify true",
+        ])
+        #expect(plan.waitingForSpace && plan.transfers.isEmpty)
+    }
+}
+
+@Suite struct FilePlanCommitTests {
+    static let name = origin.redactedForDisplay
+
+    /// A commit that failed drops what was not durable: readers whose bytes went with it and
+    /// that no transfer will bring again are answered at once; a reader whose bytes are still
+    /// coming keeps waiting.
+    @Test(arguments: [
+        (false, ["fail \(name): cannot keep fetched data: I/O error"]),
+        (true, ["read through 0..<131072"]),
+    ])
+    func orphanedWaitersAfterARollback(outOfSpace: Bool, expected: [String]) {
+        var plan = PlanFixture.plan(size: 2 * block)
+        #expect(plan.read(0..<2 * block, readAhead: 0) == ["fetch #0 0..<131072", "wait #0"])
+        #expect(plan.read(block..<block + 4096) == ["wait #1"])
+        #expect(plan.write(0, 0..<block) == ["cached 65536"])
+        let (available, durable, invalidated) = plan.commitStarting()
+        #expect(available.contains(0) && !durable.contains(0) && !invalidated)
+        let (dropped, actions) = plan.commitRolledBack(outOfSpace: outOfSpace, error: "I/O error")
+        #expect(dropped == block)
+        #expect(PlanFixture.lines(actions) == expected)
+        #expect(plan.waiters.map(\.bytes) == [block..<block + 4096])
+        #expect(plan.waitingForSpace == outOfSpace)
+        // The transfer goes on and answers the reader that stayed; nothing is asked for again.
+        #expect(plan.write(0, block..<2 * block) == ["answer 65536..<69632", "cached 65536"])
+    }
+
+    @Test func bytesDroppedByARollbackAreAskedForAgainByTheNextRead() {
+        var plan = PlanFixture.plan(size: 2 * block)
+        #expect(plan.read(0..<block, readAhead: 0) == ["fetch #0 0..<65536", "wait #0"])
+        #expect(plan.read(block..<block + 100, readAhead: 0) == ["fetch #1 65536..<69632", "wait #1"])
+        #expect(plan.write(0, 0..<block) == ["answer 0..<65536", "cached 65536"])
+        #expect(plan.end(0, .success(())) == [])
+        #expect(plan.read(100..<200) == ["answer 100..<200"])
+        _ = plan.commitStarting()
+        _ = plan.commitRolledBack(outOfSpace: false, error: "I/O error")
+        // Reader #1's bytes are still coming: the rollback leaves it waiting for its transfer.
+        #expect(plan.waiters.map(\.id) == [1])
+        #expect(plan.end(1, .failure(.status(404))) == ["log error", "fail \(Self.name): \(RemoteError.status(404))"])
+        #expect(plan.read(100..<200, readAhead: 0) == ["fetch #2 0..<4096", "wait #2"])
+    }
+
+    @Test func aReaderLeftWithoutATransferAsksForItsPagesAgainWhenOneEnds() {
+        var plan = PlanFixture.plan(size: 2 * block)
+        #expect(plan.read(0..<100) == ["fetch #0 0..<4096", "wait #0"])
+        // As after a rollback that dropped bytes its transfer had already passed.
+        plan.waiters.append(FilePlan.Waiter(id: 9, bytes: block + 5000..<block + 5100, completion: noReply))
+        #expect(plan.write(0, 0..<4096) == ["answer 0..<100"])
+        #expect(plan.end(0, .success(())) == ["fetch #1 69632..<73728"])
+        #expect(plan.transfers[1]?.blocks.isEmpty == true)
+    }
+
+    @Test func anEvictionDropsEverythingUnlessTheFileIsInUse() {
+        var plan = PlanFixture.plan(size: block + 1, blocks: [0, 1])
+        plan.openHandles = 1
+        #expect(plan.evictIfIdle() == nil)
+        plan.openHandles = 0
+        #expect(plan.evictIfIdle() == block + 1)
+        #expect(plan.available.presentCount == 0 && !plan.complete)
+        var empty = PlanFixture.plan(size: 0)
+        #expect(empty.evictIfIdle() == 0 && empty.complete)
+    }
+
+    @Test func aRejectedVersionFailsEveryReaderAndForgetsItsBlocks() {
+        var plan = PlanFixture.plan(size: 2 * block, blocks: [0])
+        #expect(plan.read(block..<block + 10, readAhead: block) == ["fetch #0 65536..<131072", "wait #0"])
+        #expect(PlanFixture.lines(plan.reject(because: "sha256 mismatch")) == [
+            "fail \(Self.name): sha256 mismatch", "cached -65536", "rejected",
+        ])
+        #expect(plan.readRefusal?.description == "\(Self.name): sha256 mismatch")
+        #expect(plan.reject(because: "again").isEmpty)
+    }
+}
+
+@Suite struct FilePlanSourceTests {
+    static let name = origin.redactedForDisplay
+
+    private func twoWaitingTransfers() -> FilePlan {
+        var plan = PlanFixture.plan(size: 4 * block, location: mirror)
+        #expect(plan.read(0..<10) == ["fetch #0 0..<4096", "wait #0"])
+        #expect(plan.read(3 * block..<3 * block + 10) == ["fetch #1 196608..<200704", "wait #1"])
+        // A mirror that answers for good makes the file ask where it is now; one question at a time.
+        #expect(plan.end(0, .failure(.servedElsewhere("other validator"))) == ["find source"])
+        #expect(plan.end(1, .failure(.status(404))) == [])
+        #expect(plan.awaitingSource.count == 2 && plan.transfers.count == 2)
+        return plan
+    }
+
+    @Test func anotherMirrorOfTheSameSizeTakesOver() {
+        var plan = twoWaitingTransfers()
+        let info = RemoteFileInfo(size: 4 * block, validator: RemoteValidator(etag: "\"v2\"", lastModified: nil),
+                                  modified: nil, finalURL: otherMirror)
+        #expect(PlanFixture.lines(plan.sourceFound(.success(info))) == [
+            "log notice", "save source \(otherMirror.absoluteString)", "retry #0 0..<4096", "retry #1 196608..<200704",
+        ])
+        #expect(plan.source.location == otherMirror && plan.awaitingSource.isEmpty)
+    }
+
+    @Test func anotherSizeIsARemoteChange() {
+        var plan = twoWaitingTransfers()
+        let info = RemoteFileInfo(size: 5 * block, validator: validator, modified: nil, finalURL: otherMirror)
+        #expect(PlanFixture.lines(plan.sourceFound(.success(info))) == [
+            "log error", "cached 0", "invalidated",
+            "fail \(Self.name): remote file changed; open the file again",
+            "fail \(Self.name): remote file changed; open the file again",
+        ])
+        #expect(plan.transfers.isEmpty)
+    }
+
+    @Test func noAnswerFailsEachTransferWithWhatItMet() {
+        var plan = twoWaitingTransfers()
+        #expect(PlanFixture.lines(plan.sourceFound(.failure(.transport("refused")))) == [
+            "log warning",
+            "log error", "fail \(Self.name): \(RemoteError.servedElsewhere("other validator"))",
+            "log error", "fail \(Self.name): \(RemoteError.status(404))",
+        ])
+        #expect(plan.transfers.isEmpty && plan.waiters.isEmpty)
+    }
+
+    @Test func withoutAMirrorAFinalFailureDoesNotLookForOne() {
+        var plan = PlanFixture.plan(size: block)
+        #expect(plan.read(0..<10, readAhead: block) == ["fetch #0 0..<65536", "wait #0"])
+        #expect(plan.end(0, .failure(.status(404))) == ["log error", "fail \(Self.name): \(RemoteError.status(404))"])
+    }
+}
+
+@Suite struct FilePlanBackgroundTests {
+    @Test func backgroundWorkTakesTheFirstGapNobodyFetches() {
+        var plan = PlanFixture.plan(size: 6 * block + 1, blocks: [0])
+        #expect(plan.read(block..<block + 10, readAhead: block) == ["fetch #0 65536..<196608", "wait #0"])
+        #expect(plan.nextBackgroundPiece(maxBytes: 2 * block) == 3 * block..<5 * block)
+        #expect(PlanFixture.lines(plan.startBackgroundTransfer(3 * block..<5 * block, onFinish: { _ in })) == ["fetch #1 196608..<327680 background"])
+        #expect(plan.nextBackgroundPiece(maxBytes: 16 * block) == 5 * block..<6 * block + 1)
+        #expect(plan.transfers[1]?.reserved == 2 * block)
+        #expect(plan.end(1, .success(())) == ["release 131072", "notify true"])
+    }
+
+    @Test func nothingInTheBackgroundForAnEmptyOrCompleteFile() {
+        #expect(!PlanFixture.plan(size: 0).wantsBackgroundWork)
+        let whole = PlanFixture.plan(size: 2 * block, blocks: [0, 1])
+        #expect(whole.nextBackgroundPiece(maxBytes: block) == nil)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// Drives the planner of one cached file without a data file, a server or a clock: each test
+/// gives it events and compares the actions it returns, one line per action.
+enum PlanFixture {
+    static let block: UInt64 = 64 * 1024
+    static let origin = URL(string: "http://127.0.0.1/data/file.bin")!
+    static let mirror = URL(string: "http://127.0.0.1/mirror-a/file.bin")!
+    static let otherMirror = URL(string: "http://127.0.0.1/mirror-b/file.bin")!
+    static let validator = RemoteValidator(etag: "\"v1\"", lastModified: nil)
+    /// The planner's clock: events say how long after this they happen.
+    static let start = ContinuousClock.now
+    static let noReply: ReadCompletion = { _ in }
+    static let name = origin.redactedForDisplay
+
+    /// A plan of a file of `size` bytes in 64 KiB blocks, holding `blocks`.
+    static func plan(size: UInt64, blocks: [Int] = [], streamOnly: Bool = false, location: URL? = nil,
+                     policy: FetchPolicy = FetchPolicy()) -> FilePlan {
+        let layout = BlockLayout(fileSize: size, blockSize: block)
+        var bitmap = BlockBitmap(blockCount: layout.blockCount)
+        for index in blocks { bitmap.insert(index) }
+        return FilePlan(url: origin, layout: layout, policy: policy, blocks: bitmap, complete: false,
+                        streamOnly: streamOnly, expectedSHA256: nil,
+                        source: FetchSource(location: location, validator: validator))
+    }
+
+    /// One line per action, in the words the tests compare.
+    static func lines(_ actions: [FilePlan.Action]) -> [String] {
+        actions.map { action in
+            switch action {
+            case .fetch(let id, let bytes, let urgency, let wholeBody):
+                "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (urgency.priority == .background ? " background" : "")
+            case .retry(let id, let bytes, _, let wholeBody, _):
+                "retry #\(id) \(bytes)" + (wholeBody ? " whole" : "")
+            case .raise: "raise"
+            case .notify(_, let succeeded): "notify \(succeeded)"
+            case .expire(let waiter, _): "wait #\(waiter)"
+            case .invalidated: "invalidated"
+            case .rejected: "rejected"
+            case .rangesIgnored: "ranges ignored"
+            case .findSource: "find source"
+            case .saveSource(let source): "save source \(source.location?.absoluteString ?? "origin")"
+            case .cachedBytes(let delta): "cached \(delta)"
+            case .release(let bytes): "release \(bytes)"
+            case .answer(_, let bytes): "answer \(bytes)"
+            case .fail(_, let error): "fail \(error.description)"
+            case .readThrough(let bytes, _): "read through \(bytes)"
+            case .commit: "commit"
+            case .log(let level, _): "log \(level)"
+            }
+        }
+    }
+}
+
+/// The events as the tests write them, answering with `PlanFixture.lines`.
+extension FilePlan {
+    mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64 = 0, at elapsed: Duration = .zero) -> [String] {
+        PlanFixture.lines(read(bytes, readAhead: readAhead, now: PlanFixture.start + elapsed, completion: PlanFixture.noReply))
+    }
+
+    mutating func write(_ id: Int, _ bytes: Range<UInt64>, at elapsed: Duration = .zero) -> [String] {
+        PlanFixture.lines(bytesWritten(by: id, at: bytes.lowerBound, count: UInt64(bytes.count), now: PlanFixture.start + elapsed) ?? [])
+    }
+
+    mutating func end(_ id: Int, _ result: Result<Void, RemoteError>) -> [String] {
+        PlanFixture.lines(transferEnded(id, result))
+    }
+}
