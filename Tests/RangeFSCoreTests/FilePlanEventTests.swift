@@ -72,6 +72,17 @@ private let noReply = PlanFixture.noReply
         #expect(plan.lastFailure == RemoteError.status(404).description && plan.waiters.isEmpty)
     }
 
+    @Test func aFinalFailureKeepsTheServersAnswerAsItsCause() {
+        var plan = PlanFixture.plan(size: 4 * block)
+        _ = plan.read(0..<4096)
+        let failures = plan.transferEnded(0, .failure(.status(404))).compactMap { action -> FetchError? in
+            if case .fail(_, let error) = action { return error }
+            return nil
+        }
+        #expect(failures.count == 1)
+        #expect(failures.first?.cause as? RemoteError == .status(404))
+    }
+
     @Test func aStreamStartsOverOnRetryAndKeepsWhatItWrote() {
         var plan = PlanFixture.plan(size: 2 * block, streamOnly: true)
         #expect(plan.read(block..<block + 10) == ["fetch #0 0..<131072 whole", "wait #0"])

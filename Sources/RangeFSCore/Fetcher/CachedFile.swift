@@ -148,7 +148,7 @@ public final class CachedFile: Sendable {
             do {
                 _ = try openDataFile(&state)
             } catch {
-                return [.fail(completion, FetchError("\(error)"))]
+                return [.fail(completion, FetchError("\(error)", cause: error as? CacheError))]
             }
             return state.plan.read(bytes, readAhead: readAhead, now: now, completion: completion)
         }

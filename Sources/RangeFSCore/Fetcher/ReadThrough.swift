@@ -21,7 +21,7 @@ struct ReadThrough: Sendable {
         do {
             memory = try DataFile.inMemory(size: bytes.upperBound)
         } catch {
-            return completion(.failure(FetchError("\(url.redactedForDisplay): \(error)")))
+            return completion(.failure(FetchError("\(url.redactedForDisplay): \(error)", cause: error as? CacheError)))
         }
         let request = RangeRequest(url: url, headers: headers, range: bytes, expectedSize: fileSize, validator: validator)
         environment.client.fetch(request, sink: { data, offset in
@@ -44,7 +44,7 @@ struct ReadThrough: Sendable {
                 }
                 environment.logger.error("GET \(url.redactedForDisplay) bytes \(bytes.lowerBound)-\(bytes.upperBound - 1) (not stored) failed: \(error)")
                 let advice = if case .changed = error { "; open the file again" } else { "" }
-                completion(.failure(FetchError("\(url.redactedForDisplay): \(error)\(advice)")))
+                completion(.failure(FetchError("\(url.redactedForDisplay): \(error)\(advice)", cause: error)))
             }
         })
     }

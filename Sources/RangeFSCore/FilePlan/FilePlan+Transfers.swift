@@ -231,7 +231,7 @@ extension FilePlan {
         default:
             lastFailure = error.description
             return [.log(.error, "GET \(name) bytes \(remainder.lowerBound)-\(remainder.upperBound &- 1) failed: \(error)")]
-                + failWaiters(overlapping: remainder, error: FetchError("\(name): \(error)"))
+                + failWaiters(overlapping: remainder, error: FetchError("\(name): \(error)", cause: error))
         }
     }
 
