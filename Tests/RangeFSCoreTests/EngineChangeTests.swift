@@ -1,0 +1,104 @@
+import FaultServer
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// Files that change on the server, and files behind redirects to mirrors, driven through the
+/// catalog and a cached file without a mount. A file is never assembled from two versions.
+@Suite("Fetch engine: changed files and mirrors")
+struct EngineChangeTests {
+    static let data = FetchEngineHarness.bytes(256 * 1024)
+    static let newData = FetchEngineHarness.bytes(256 * 1024, seed: 99)
+
+    static func slice(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] { Array(bytes[range]) }
+
+    @Test func aFileChangedBetweenRequestsIsInvalidatedAndTheNextLookUpGetsTheNewVersion() throws {
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(Self.data, 0..<4096))
+        let oldTag = try #require(engine.server.etag(of: "a.bin"))
+        engine.server.inject(.changeFileBefore(bytes: Self.newData), for: "a.bin", method: "GET")
+        let error = try #require(try engine.read(file, 131_072..<135_168).error)
+        #expect(error.description.contains("remote file changed"), "\(error)")
+        #expect(engine.gets("a.bin").map(\.ifRange) == [oldTag, oldTag], "every range carries the stored validator")
+        #expect(try engine.read(file, 0..<4096).error != nil, "the old version serves nothing more, not even cached bytes")
+
+        let renewed = try #require(try engine.file("a.bin").value)
+        #expect(renewed !== file)
+        #expect(try engine.read(renewed, 0..<262_144).value == Self.newData)
+        #expect(engine.gets("a.bin").last?.ifRange == engine.server.etag(of: "a.bin"))
+    }
+
+    @Test func aWeakETagIsNeverSentInIfRangeAndAChangeIsStillDetected() throws {
+        let engine = try FetchEngineHarness(files: [:], entries: ["w.bin"])
+        engine.server.publish("w.bin", bytes: Self.data, weakETag: true)
+        let file = try #require(try engine.file("w.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(Self.data, 0..<4096))
+        let first = try #require(engine.gets("w.bin").first)
+        #expect(first.ifRange == engine.server.lastModified(of: "w.bin"), "the date instead of W/…: \(first)")
+
+        engine.server.inject(.changeFileBefore(bytes: Self.newData), for: "w.bin", method: "GET")
+        let error = try #require(try engine.read(file, 131_072..<135_168).error)
+        #expect(error.description.contains("remote file changed"), "\(error)")
+        #expect(engine.gets("w.bin").allSatisfy { !($0.ifRange ?? "").hasPrefix("W/") })
+    }
+
+    /// `url.bin` redirects to `m1.bin` and `m2.bin` in turn: the same bytes, each with its own ETag.
+    static func mirrored(_ engine: FetchEngineHarness) {
+        engine.server.publish("m1.bin", bytes: Self.data)
+        engine.server.publish("m2.bin", bytes: Self.data)
+        engine.server.configure("url.bin", PathOptions(redirectsInTurn: [engine.server.url("m1.bin").absoluteString,
+                                                                         engine.server.url("m2.bin").absoluteString]))
+    }
+
+    /// Range requests that reached a mirror (not the redirecting URL).
+    static func mirrorGets(_ engine: FetchEngineHarness) -> [RecordedRequest] {
+        engine.server.requests.filter { $0.method == "GET" && $0.path != "/url.bin" && $0.status == 206 }
+    }
+
+    @Test func mirrorsWithTheirOwnETagsAreNotTakenForAChange() throws {
+        let engine = try FetchEngineHarness(files: [:], entries: ["url.bin"])
+        Self.mirrored(engine)
+        let file = try #require(try engine.file("url.bin").value)
+        for start in stride(from: 0, to: Self.data.count, by: 65_536) {
+            #expect(try engine.read(file, UInt64(start)..<UInt64(start + 65_536)).value == Self.slice(Self.data, start..<start + 65_536))
+        }
+        #expect(engine.catalog.knownFile(forEntry: engine.entry("url.bin")) === file, "never invalidated")
+        let gets = Self.mirrorGets(engine)
+        #expect(gets.count == 4, "\(engine.server.requests)")
+        for get in gets {
+            #expect(get.ifRange == engine.server.etag(of: get.path), "each mirror is asked with its own validator: \(get)")
+        }
+    }
+
+    @Test func whenTheMirrorInUseGoesAwayReadsGoOnAtAnotherWithoutFetchingCachedBytesAgain() throws {
+        let engine = try FetchEngineHarness(files: [:], entries: ["url.bin"])
+        Self.mirrored(engine)
+        let file = try #require(try engine.file("url.bin").value)
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(Self.data, 0..<65_536))
+        let inUse = try #require(Self.mirrorGets(engine).first?.path)
+        engine.server.remove(inUse)
+        engine.server.resetLog()
+
+        #expect(try engine.read(file, 131_072..<196_608).value == Self.slice(Self.data, 131_072..<196_608))
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(Self.data, 0..<65_536))
+        #expect(engine.catalog.knownFile(forEntry: engine.entry("url.bin")) === file, "a move is not a change")
+        let served = Self.mirrorGets(engine)
+        #expect(!served.isEmpty && served.allSatisfy { $0.path != inUse }, "\(engine.server.requests)")
+        #expect(engine.server.requests.allSatisfy { ($0.rangeStart ?? 65_536) >= 65_536 }, "cached bytes asked again: \(engine.server.requests)")
+    }
+
+    @Test func aNewSizeBehindTheRedirectIsAChange() throws {
+        let engine = try FetchEngineHarness(files: [:], entries: ["url.bin"])
+        Self.mirrored(engine)
+        let file = try #require(try engine.file("url.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(Self.data, 0..<4096))
+        let longer = FetchEngineHarness.bytes(300_000, seed: 42)
+        engine.server.publish("m1.bin", bytes: longer)
+        engine.server.publish("m2.bin", bytes: longer)
+        #expect(try engine.read(file, 131_072..<135_168).error != nil)
+        let renewed = try #require(try engine.file("url.bin").value)
+        #expect(renewed.layout.fileSize == 300_000)
+        #expect(try engine.read(renewed, 0..<300_000).value == longer)
+    }
+}

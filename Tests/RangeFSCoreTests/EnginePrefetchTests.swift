@@ -1,0 +1,109 @@
+import FaultServer
+import Foundation
+import Logging
+import Testing
+@testable import RangeFSCore
+
+/// The prefetcher against a real server without a mount: it completes files within its limits,
+/// pauses and resumes, serves files in use first, and never holds a reader up.
+@Suite("Fetch engine: the prefetcher")
+struct EnginePrefetchTests {
+    static let files = ["a.bin": FetchEngineHarness.bytes(256 * 1024, seed: 1),
+                        "b.bin": FetchEngineHarness.bytes(256 * 1024, seed: 2),
+                        "c.bin": FetchEngineHarness.bytes(256 * 1024, seed: 3)]
+
+    static func configuration(_ policy: PrefetchPolicy, downloads: Int = 3) -> Prefetcher.Configuration {
+        var configuration = Prefetcher.Configuration()
+        configuration.policy = policy
+        configuration.maxDownloads = downloads
+        configuration.chunkBytes = 64 * 1024
+        return configuration
+    }
+
+    /// Bytes asked for by a `Range: bytes=a-b` request.
+    static func length(_ request: RecordedRequest) -> UInt64? {
+        guard let start = request.rangeStart, let end = request.range?.split(separator: "-").last.flatMap({ UInt64($0) }) else {
+            return nil
+        }
+        return end - start + 1
+    }
+
+    /// Every file complete and byte-exact, read from the cache without another request.
+    static func expectComplete(_ engine: FetchEngineHarness) throws {
+        let requests = engine.server.requests.count
+        for (name, bytes) in files.sorted(by: { $0.key < $1.key }) {
+            let file = try #require(try engine.file(name).value)
+            #expect(file.isComplete, "\(name)")
+            #expect(try engine.read(file, 0..<UInt64(bytes.count)).value == bytes, "\(name)")
+        }
+        #expect(engine.server.requests.count == requests)
+    }
+
+    @Test func theManifestIsCompletedWithinTheDownloadAndChunkCaps() throws {
+        let engine = try FetchEngineHarness(files: Self.files, prefetch: Self.configuration(.all, downloads: 2))
+        // Each response comes 50 ms late, so transfers overlap if more than one runs.
+        for name in Self.files.keys { engine.server.configure(name, PathOptions(latency: .milliseconds(50))) }
+        engine.prefetcher.start()
+        var mostAtOnce = 0
+        let done = FilesystemHarness.eventually(timeout: 20) {
+            mostAtOnce = max(mostAtOnce, engine.server.requests.filter { !$0.finished }.count)
+            return Self.files.keys.allSatisfy { engine.catalog.knownFile(forEntry: engine.entry($0))?.isComplete == true }
+        }
+        #expect(done)
+        #expect(mostAtOnce == 2, "requests at once: \(mostAtOnce)")
+        let gets = engine.server.requests.filter { $0.method == "GET" }
+        #expect(gets.count == 12 && gets.allSatisfy { Self.length($0) == 64 * 1024 }, "\(gets)")
+        try Self.expectComplete(engine)
+    }
+
+    @Test func pausedItAsksForNothingRemembersItAndResumes() throws {
+        let engine = try FetchEngineHarness(files: Self.files, prefetch: Self.configuration(.all))
+        engine.prefetcher.setPaused(true)
+        engine.prefetcher.start()
+        // Nothing to wait for: a paused prefetcher must stay silent for this long.
+        #expect(!FilesystemHarness.eventually(timeout: 0.3) { !engine.server.requests.isEmpty })
+        #expect(engine.mount.status().paused)
+        #expect(try engine.store.setting(Prefetcher.pausedSetting) == "true")
+        var logger = Logger(label: "rangefs-test")
+        logger.logLevel = .critical
+        let remounted = Prefetcher(catalog: engine.catalog, client: engine.client, store: engine.store,
+                                   configuration: Self.configuration(.all), logger: logger)
+        #expect(remounted.isPaused, "paused across remounts")
+
+        engine.prefetcher.setPaused(false)
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            Self.files.keys.allSatisfy { engine.catalog.knownFile(forEntry: engine.entry($0))?.isComplete == true }
+        })
+        #expect(try engine.store.setting(Prefetcher.pausedSetting) == "false")
+        try Self.expectComplete(engine)
+    }
+
+    @Test func withPolicyOpenedOnlyTheFileInUseIsCompleted() throws {
+        let engine = try FetchEngineHarness(files: Self.files, prefetch: Self.configuration(.opened))
+        engine.prefetcher.start()
+        let held = try #require(try engine.open("b.bin").value)
+        #expect(FilesystemHarness.eventually(timeout: 10) { held.file.isComplete })
+        #expect(engine.gets("a.bin").isEmpty && engine.gets("c.bin").isEmpty)
+        #expect(engine.catalog.knownFile(forEntry: engine.entry("a.bin")) == nil, "not even probed")
+        held.close()
+    }
+
+    @Test func aReaderFarAheadOfASlowBackgroundTransferGetsItsOwnRequestAndIsAnsweredAtOnce() throws {
+        let big = FetchEngineHarness.bytes(1 << 20, seed: 4)
+        var prefetch = Self.configuration(.all, downloads: 1)
+        prefetch.chunkBytes = 1 << 20
+        let engine = try FetchEngineHarness(files: ["big.bin": big], prefetch: prefetch)
+        // The whole file in one background request takes 4 s at this pace.
+        engine.server.configure("big.bin", PathOptions(bytesPerSecond: 256 * 1024))
+        let file = try #require(try engine.file("big.bin").value)
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { !engine.gets("big.bin").isEmpty })
+
+        let started = Date()
+        #expect(try engine.read(file, 983_040..<987_136).value == Array(big[983_040..<987_136]))
+        #expect(Date().timeIntervalSince(started) < 2)
+        let gets = engine.gets("big.bin")
+        #expect(gets.count == 2 && gets[0].rangeStart == 0 && gets[1].rangeStart == 983_040, "\(gets)")
+        #expect(!gets[0].finished, "the background transfer was still running: \(gets)")
+    }
+}
