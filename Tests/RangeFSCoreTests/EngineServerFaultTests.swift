@@ -42,6 +42,34 @@ struct EngineServerFaultTests {
         #expect(engine.gets("a.bin").count == 4, "each stalled request retried once: \(log)")
     }
 
+    @Test func aShortBodyAndExtraBytesAreRetriedAndNeverMisplaced() throws {
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data])
+        let file = try #require(try engine.file("a.bin").value)
+        engine.server.inject(.shortBody(missingBytes: 1000), for: "a.bin", method: "GET")
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(0..<65_536))
+        engine.server.inject(.extraBytes(5000), for: "a.bin", method: "GET")
+        #expect(try engine.read(file, 131_072..<196_608).value == Self.slice(131_072..<196_608))
+        // The block after the extra bytes was never asked for, and is fetched (not taken from them).
+        #expect(try engine.read(file, 196_608..<262_144).value == Self.slice(196_608..<262_144))
+        let gets = engine.gets("a.bin")
+        #expect(gets.count >= 4 && gets.last?.rangeStart == 196_608, "\(gets)")
+        #expect(gets[1].rangeStart == UInt64(gets[0].bodyBytesSent), "the short body resumed where it stopped: \(gets)")
+    }
+
+    @Test func aRefusedHeadFallsBackToAOneByteGetAndMalformedHeadersFailCleanly() throws {
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data, "b.bin": Self.data])
+        engine.server.configure("a.bin", PathOptions(headAllowed: false))
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(file.layout.fileSize == UInt64(Self.data.count))
+        #expect(engine.server.requests(for: "a.bin").map(\.range) == [nil, "bytes=0-0"], "\(engine.server.requests)")
+
+        let other = try #require(try engine.file("b.bin").value)
+        engine.server.inject(.malformedHeaders, times: 100, for: "b.bin", method: "GET")
+        #expect(try engine.read(other, 0..<4096).error != nil)
+        #expect(other.snapshot.cachedBytes == 0)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096), "other files are still served")
+    }
+
     @Test func a503WithRetryAfterIsHonouredThenSucceeds() throws {
         let engine = try FetchEngineHarness(files: ["a.bin": Self.data])
         let file = try #require(try engine.file("a.bin").value)
