@@ -29,6 +29,27 @@ struct EngineChangeTests {
         #expect(engine.gets("a.bin").last?.ifRange == engine.server.etag(of: "a.bin"))
     }
 
+    @Test func aChangeSeenAfterARemountWithAWarmCacheFailsThenGivesTheNewVersion() throws {
+        let first = try FetchEngineHarness(files: ["a.bin": Self.data])
+        let before = try #require(try first.file("a.bin").value)
+        #expect(try first.read(before, 0..<65_536).value == Self.slice(Self.data, 0..<65_536))
+        #expect(FilesystemHarness.eventually(timeout: 5) { first.record("a.bin")?.state == .partial })
+        let engine = try first.remount()
+        engine.server.publish("a.bin", bytes: Self.newData)
+        engine.server.resetLog()
+
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(engine.server.requests.isEmpty, "the size comes from the cache database")
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(Self.data, 0..<65_536), "the cached block, unasked")
+        #expect(engine.server.requests.isEmpty)
+        let error = try #require(try engine.read(file, 131_072..<135_168).error)
+        #expect(error.description.contains("remote file changed"), "\(error)")
+
+        let renewed = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(renewed, 0..<262_144).value == Self.newData, "the stale record is not reused")
+        #expect(engine.gets("a.bin").contains { $0.rangeStart == 0 })
+    }
+
     @Test func aWeakETagIsNeverSentInIfRangeAndAChangeIsStillDetected() throws {
         let engine = try FetchEngineHarness(files: [:], entries: ["w.bin"])
         engine.server.publish("w.bin", bytes: Self.data, weakETag: true)

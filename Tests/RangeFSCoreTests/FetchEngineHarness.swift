@@ -16,6 +16,7 @@ final class FetchEngineHarness {
     let store: MetadataStore
     let directory: CacheDirectory
     let policy: FetchPolicy
+    let limits: CacheLimits
     let committer = Committer()
     let client: CurlClient
     private var closed = false
@@ -40,31 +41,48 @@ final class FetchEngineHarness {
     /// Publishes `files` (name → bytes) and makes a manifest with one entry per name of
     /// `entries` (default: every published name, sorted), each at path = its name.
     /// `urls` replaces an entry's URL (name → URL); `sha256` gives an entry a checksum.
-    init(files: [String: [UInt8]], entries: [String]? = nil, urls: [String: URL] = [:], sha256: [String: String] = [:],
-         policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
-         prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch) throws {
+    convenience init(files: [String: [UInt8]], entries: [String]? = nil, urls: [String: URL] = [:],
+                     sha256: [String: String] = [:], policy: FetchPolicy = FetchEngineHarness.quickPolicy,
+                     limits: CacheLimits = CacheLimits(), prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch) throws {
         let server = try FaultServer()
-        self.server = server
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
-        var logger = Logger(label: "rangefs-test")
-        logger.logLevel = .critical
-        directory = try CacheDirectory(creatingAt: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))")
-        store = try MetadataStore(path: directory.metadataPath)
-        var clientConfiguration = CurlClient.Configuration()
-        clientConfiguration.stallTimeoutSeconds = 1
-        client = CurlClient(configuration: clientConfiguration, logger: logger)
-        self.policy = policy
-        let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
-                                           policy: policy, logger: logger)
         let names = entries ?? files.keys.sorted()
         let manifestEntries = try names.enumerated().map { line, name in
             ManifestEntry(path: try EntryPath(validating: name), url: urls[name] ?? server.url(name),
                           sha256: sha256[name], line: line + 1)
         }
-        let manifest = Manifest(source: "test", entries: manifestEntries)
+        try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
+                      manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch)
+    }
+
+    /// A mount of `manifest` over the cache at `cachePath` (created if need be).
+    private init(server: FaultServer, cachePath: String, manifest: Manifest, policy: FetchPolicy, limits: CacheLimits,
+                 prefetch: Prefetcher.Configuration) throws {
+        self.server = server
+        self.policy = policy
+        self.limits = limits
+        var logger = Logger(label: "rangefs-test")
+        logger.logLevel = .critical
+        directory = try CacheDirectory(creatingAt: cachePath)
+        store = try MetadataStore(path: directory.metadataPath)
+        var clientConfiguration = CurlClient.Configuration()
+        clientConfiguration.stallTimeoutSeconds = 1
+        client = CurlClient(configuration: clientConfiguration, logger: logger)
+        let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
+                                           policy: policy, logger: logger)
         catalog = try FileCatalog(manifest: manifest, blockSize: Self.blockSize, limits: limits, environment: environment)
         prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         mount = RunningMount(mountpoint: "/mnt/test", catalog: catalog, prefetcher: prefetcher)
+    }
+
+    /// Unmounts (stops the transfers, makes what was fetched durable) and mounts the same
+    /// manifest again over the same cache and server, which the new harness then owns.
+    func remount() throws -> FetchEngineHarness {
+        prefetcher.stop()
+        catalog.shutdown()
+        closed = true
+        return try FetchEngineHarness(server: server, cachePath: directory.path, manifest: catalog.manifest, policy: policy,
+                                      limits: limits, prefetch: prefetcher.configuration)
     }
 
     func close() {
