@@ -63,7 +63,7 @@ extension RangeFSIntegrationTests {
         #expect(other.stdout == "404", "\(other)")
     }
 
-    @Test("--metrics-address refuses an address that is not HOST:PORT, and a taken port fails the mount")
+    @Test("--metrics-address refuses an address that is not HOST:PORT, and a taken port (-o metrics_address=) fails the mount")
     func metricsAddressIsChecked() throws {
         let entry = ManifestLine(path: "one.bin", url: fx.nginx.url("one.bin"))
         let bad = try fx.mount([entry], options: ["--metrics-address", "example.org:9464"], mount: false)
@@ -72,7 +72,8 @@ extension RangeFSIntegrationTests {
 
         let taken = try TakenLoopbackPort()
         defer { taken.close() }
-        let busy = try fx.mount([entry], options: ["--metrics-address", "127.0.0.1:\(taken.port)"], mount: false)
+        // Given as -o, as fstab does: it reaches the mount, which cannot listen there.
+        let busy = try fx.mount([entry], options: ["-o", "metrics_address=127.0.0.1:\(taken.port)"], mount: false)
         let failed = busy.tryMount()
         #expect(!failed.succeeded && failed.stderr.contains("cannot listen"), "\(failed)\n\(busy.logTail())")
     }
