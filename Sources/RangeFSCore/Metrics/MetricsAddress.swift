@@ -53,6 +53,27 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
+    /// The address for `bind`, in `family` (which `family(of:)` found for the host).
+    func socketAddress(family: Int32) -> (sockaddr_storage, socklen_t) {
+        var storage = sockaddr_storage()
+        func stored<Address>(_ address: Address) -> socklen_t {
+            withUnsafeBytes(of: address) { bytes in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) } }
+            return socklen_t(MemoryLayout<Address>.size)
+        }
+        let length: socklen_t
+        if family == AF_INET {
+            var v4 = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            _ = inet_pton(AF_INET, host, &v4.sin_addr)
+            length = stored(v4)
+        } else {
+            var v6 = sockaddr_in6()
+            (v6.sin6_family, v6.sin6_port) = (sa_family_t(AF_INET6), port.bigEndian)
+            _ = inet_pton(AF_INET6, host, &v6.sin6_addr)
+            length = stored(v6)
+        }
+        return (storage, length)
+    }
+
     static func family(of host: String) -> Int32? {
         var v4 = in_addr()
         if inet_pton(AF_INET, host, &v4) == 1 { return AF_INET }

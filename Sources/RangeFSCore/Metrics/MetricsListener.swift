@@ -26,23 +26,7 @@ public final class MetricsListener: Sendable {
         guard descriptor >= 0 else { throw MetricsAddressError(address.description, String(cString: strerror(errno))) }
         var on: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var storage = sockaddr_storage()
-        let length: socklen_t
-        if family == AF_INET {
-            var v4 = sockaddr_in()
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = address.port.bigEndian
-            _ = inet_pton(AF_INET, address.host, &v4.sin_addr)
-            withUnsafeBytes(of: v4) { bytes in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) } }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        } else {
-            var v6 = sockaddr_in6()
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = address.port.bigEndian
-            _ = inet_pton(AF_INET6, address.host, &v6.sin6_addr)
-            withUnsafeBytes(of: v6) { bytes in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) } }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        }
+        var (storage, length) = address.socketAddress(family: family)
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
         }
