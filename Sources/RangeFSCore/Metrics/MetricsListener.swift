@@ -69,6 +69,7 @@ public final class MetricsListener: Sendable {
             let client = accept(descriptor, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            // UnixSocket's bounded waits and sends work on any stream socket, TCP too.
             answer(UnixSocket(descriptor: client), body: body, logger: logger)
             _ = close(client)
         }
