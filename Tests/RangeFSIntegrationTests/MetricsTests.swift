@@ -50,12 +50,9 @@ extension RangeFSIntegrationTests {
         #expect(afterAgain["rangefs_files{state=\"partial\"}"] == 1, "\(afterAgain)")
 
         // `status --json` shows the same counters.
-        let status = mount.rangefs("status", ["--json"])
-        Check.succeeded(status, "status --json", mount: mount)
-        let json = try JSONSerialization.jsonObject(with: status.stdoutData) as? [String: Any]
-        let counters = json?["metrics"] as? [String: Double]
-        #expect(counters?["rangefs_read_bytes_total{from=\"cache\"}"] == afterAgain["rangefs_read_bytes_total{from=\"cache\"}"],
-                "status --json: \(status.stdout)")
+        let counters = try mount.metricsCounters()
+        #expect(counters["rangefs_read_bytes_total{from=\"cache\"}"] == afterAgain["rangefs_read_bytes_total{from=\"cache\"}"],
+                "status --json: \(counters)")
 
         // Only GET /metrics is served.
         let other = Command.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
@@ -76,6 +73,19 @@ extension RangeFSIntegrationTests {
         let busy = try fx.mount([entry], options: ["-o", "metrics_address=127.0.0.1:\(taken.port)"], mount: false)
         let failed = busy.tryMount()
         #expect(!failed.succeeded && failed.stderr.contains("cannot listen"), "\(failed)\n\(busy.logTail())")
+    }
+}
+
+extension Mount {
+    /// The `metrics` object of `rangefs status --json`: samples by series.
+    func metricsCounters() throws -> [String: Double] {
+        let r = rangefs("status", ["--json"])
+        guard r.succeeded,
+              let json = try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any],
+              let metrics = json["metrics"] as? [String: Double] else {
+            throw HarnessError("rangefs status --json gave no metrics:\n\(r)")
+        }
+        return metrics
     }
 }
 
