@@ -81,6 +81,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: "HTTP proxy for every request, e.g. http://cache.local:3128 (default: $http_proxy, $https_proxy, $no_proxy).")
     var proxy: String?
 
+    @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464. A bare PORT listens on 127.0.0.1; any other host (0.0.0.0, a LAN address) must be written out, as the metrics then leave this machine.")
+    var metricsAddress: String?
+
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
 
@@ -132,6 +135,13 @@ struct MountCommand: ParsableCommand {
         }
         if let proxy, !(proxy.hasPrefix("http://") || proxy.hasPrefix("https://") || proxy.hasPrefix("socks")) {
             throw ValidationError("--proxy must be a URL such as http://proxy:3128 (got '\(proxy)')")
+        }
+        if let metricsAddress {
+            do {
+                _ = try MetricsAddress(parsing: metricsAddress)
+            } catch {
+                throw ValidationError("--metrics-address: \(error)")
+            }
         }
         _ = try HeaderArguments.parse(headers)
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
@@ -210,7 +220,8 @@ struct MountCommand: ParsableCommand {
                                  clientConfiguration: clientConfiguration,
                                  cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
                                                           minFree: cacheMinFree.flatMap(ByteSize.parse).map(FreeSpaceFloor.bytes) ?? .standard),
-                                 passthrough: passthrough, logLevel: Logger.Level(rawValue: logLevel)!,
+                                 passthrough: passthrough, metricsAddress: metricsAddress.flatMap { try? MetricsAddress(parsing: $0) },
+                                 logLevel: Logger.Level(rawValue: logLevel)!,
                                  readyDescriptor: readyFd)
         try runner.run()
     }

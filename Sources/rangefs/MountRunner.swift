@@ -22,6 +22,8 @@ struct MountRunner {
     var cacheLimits = CacheLimits()
     /// Whether the kernel may read complete files from the cache by itself.
     var passthrough = true
+    /// Where Prometheus metrics are served; nil serves none (`rangefs status --json` still counts).
+    var metricsAddress: MetricsAddress?
     var logLevel: Logger.Level
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
@@ -54,11 +56,14 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
+        let metrics = MountMetrics()
+        var clientConfiguration = clientConfiguration
+        clientConfiguration.metrics = metrics
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
-                                           committer: Committer(), policy: policy, logger: logger)
+                                           committer: Committer(), policy: policy, logger: logger, metrics: metrics)
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         let filesystemBox = Mutex<MountedFilesystem?>(nil)
@@ -72,6 +77,19 @@ struct MountRunner {
         do {
             control = try ControlServer(path: directory.controlSocketPath, control: mount)
         } catch {
+            catalog.shutdown()
+            throw CommandFailure("\(error)")
+        }
+        let metricsListener: MetricsListener?
+        do {
+            metricsListener = try metricsAddress.map { address throws(MetricsAddressError) in
+                if !address.isLoopback {
+                    logger.warning("metrics are served on \(address), which is not a loopback address: anyone who can reach it sees them")
+                }
+                return try MetricsListener(address: address, logger: logger) { mount.metricsExposition() }
+            }
+        } catch {
+            control.stop()
             catalog.shutdown()
             throw CommandFailure("\(error)")
         }
@@ -91,6 +109,7 @@ struct MountRunner {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions,
                                       passthrough: passthrough, logger: logger)
         } catch {
+            metricsListener?.stop()
             control.stop()
             catalog.shutdown()
             throw CommandFailure("\(error)")
@@ -100,11 +119,13 @@ struct MountRunner {
             _ = BackgroundLaunch.readyMessage.withCString { write(readyDescriptor, $0, strlen($0)) }
             close(readyDescriptor)
         }
-        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath), prefetch \(prefetch.policy.rawValue)")
+        let metricsNote = metricsListener.map { ", metrics at http://\($0.address)/metrics" } ?? ""
+        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath), prefetch \(prefetch.policy.rawValue)\(metricsNote)")
         prefetcher.start()
         _ = session.run()
         logger.info("unmounting \(mountpoint)")
         prefetcher.stop()
+        metricsListener?.stop()
         control.stop()
         catalog.shutdown()
         session.close()

@@ -64,6 +64,7 @@ enum MountSettings {
         .value("--cache-max-size", example: "2M") { $0.cacheMaxSize },
         .value("--cache-min-free", example: "2M") { $0.cacheMinFree },
         .value("--proxy", example: "http://proxy:3128") { $0.proxy },
+        .value("--metrics-address", example: "127.0.0.1:9464") { $0.metricsAddress },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.

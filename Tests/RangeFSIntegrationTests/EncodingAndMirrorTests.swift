@@ -159,6 +159,8 @@ extension RangeFSIntegrationTests {
         #expect(refetched.isEmpty, "cached bytes were fetched again after the switch: \(refetched)")
         #expect(mount.logLines(containing: "changed on the server").isEmpty,
                 "the switch to another mirror was taken for a change\(Check.daemonLog(mount))")
+        let counters = try mount.metricsCounters()
+        #expect((counters["rangefs_sources_marked_bad_total"] ?? 0) >= 1, "the metrics count the lost mirror: \(counters)")
     }
 
     @Test("mirrors: a real change behind the redirect (same size, new ETag at the mirror in use) gives EIO, then the new version")

@@ -62,6 +62,9 @@ extension RangeFSIntegrationTests {
             #expect(gap >= 0.9, "retry \(next) came \(gap) s after the 503 asking for 1 s")
             print("503 with Retry-After: 1 → retry after \(String(format: "%.2f", gap)) s")
         }
+        let counters = try mount.metricsCounters()
+        #expect(counters[#"rangefs_http_requests_total{kind="range",status="5xx"}"#] == 2, "the metrics count both 503s: \(counters)")
+        #expect(counters["rangefs_retries_total"] == 2, "the metrics count both retries: \(counters)")
     }
 
     @Test("fault: 429 Too Many Requests is retried; the bytes are right")

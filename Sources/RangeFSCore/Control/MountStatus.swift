@@ -9,9 +9,13 @@ public struct MountStatus: Codable, Sendable, Equatable {
     public var files: [FileStatus]
     /// The cache as a whole: its size, its limits and the free space on its disk.
     public var cache: CacheSpaceStatus?
+    /// The samples `--metrics-address` serves (histogram buckets left out), by series, e.g.
+    /// `rangefs_read_bytes_total{from="cache"}`; nil from a mount that does not count.
+    public var metrics: [String: Double]?
 
     public init(mountpoint: String, manifest: String, paused: Bool, prefetch: String, files: [FileStatus],
-                cache: CacheSpaceStatus? = nil) {
+                cache: CacheSpaceStatus? = nil, metrics: [String: Double]? = nil) {
+        self.metrics = metrics
         self.mountpoint = mountpoint
         self.manifest = manifest
         self.paused = paused

@@ -26,9 +26,18 @@ public final class RunningMount: MountControl {
 
     public func status() -> MountStatus {
         let files = catalog.activeEntries.map { fileStatus(ofEntry: $0) }
+        let cache = catalog.budget.status
+        let metrics = catalog.metrics
+        metrics.update(cachedBytes: cache.cachedBytes, files: Dictionary(grouping: files, by: \.state).mapValues(\.count))
         return MountStatus(mountpoint: mountpoint, manifest: catalog.manifest.source,
                            paused: prefetcher.isPaused, prefetch: prefetcher.configuration.policy.rawValue,
-                           files: files, cache: catalog.budget.status)
+                           files: files, cache: cache, metrics: metrics.samples())
+    }
+
+    /// The Prometheus text format for `--metrics-address`, its gauges set from a fresh status.
+    public func metricsExposition() -> String {
+        _ = status()
+        return catalog.metrics.exposition()
     }
 
     public func setPaused(_ paused: Bool) {

@@ -4,14 +4,17 @@ import Synchronization
 /// The network side of a cached file: range requests go out, their bytes are written to the
 /// data file as they arrive, and their ends are handed to the plan.
 extension CachedFile {
-    func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool) {
+    /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
+    func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
         let source = state.withLock { $0.plan.source }
         let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
+        let background = urgency.priority == .background
         environment.client.fetch(request, sink: { [self] data, offset in
-            receive(transfer: id, data, at: offset)
+            environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
+            return receive(transfer: id, data, at: offset)
         }, completion: { [self] result in
             update { $0.plan.transferEnded(id, result) }
         })

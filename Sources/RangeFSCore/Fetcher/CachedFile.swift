@@ -141,7 +141,7 @@ public final class CachedFile: Sendable {
         case .readThrough: return readThrough(bytes, completion)
         }
         let now = ContinuousClock.now
-        update { state in
+        update(readAheadFrom: bytes.upperBound) { state in
             if let refusal = state.plan.readRefusal {
                 return [.fail(completion, refusal)]
             }
@@ -219,19 +219,21 @@ public final class CachedFile: Sendable {
 
     // MARK: Performing
 
-    /// Runs `decide` under the lock, then performs what it returned.
-    func update(_ decide: (inout State) -> [FilePlan.Action]) {
+    /// Runs `decide` under the lock, then performs what it returned. `readAheadFrom`: where
+    /// the reader that decides stops needing bytes (what its transfers bring beyond is read-ahead).
+    func update(readAheadFrom: UInt64? = nil, _ decide: (inout State) -> [FilePlan.Action]) {
         let (actions, file) = state.withLock { state in (decide(&state), state.dataFile) }
-        perform(actions, file: file)
+        perform(actions, file: file, readAheadFrom: readAheadFrom)
     }
 
     /// Does what the plan decided; `file` is the data file replies point into.
-    func perform(_ actions: [FilePlan.Action], file: DataFile?) {
+    func perform(_ actions: [FilePlan.Action], file: DataFile?, readAheadFrom: UInt64? = nil) {
         for action in actions {
             switch action {
             case .fetch(let id, let bytes, let urgency, let wholeBody):
-                startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
+                startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
             case .retry(let id, let bytes, let urgency, let wholeBody, let delay):
+                environment.metrics.retried()
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                     startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
                 }
@@ -248,6 +250,7 @@ public final class CachedFile: Sendable {
             case .rangesIgnored:
                 events.rangesIgnored(self)
             case .findSource:
+                environment.metrics.sourceMarkedBad()
                 environment.client.probe(url: url, headers: headers) { [self] result in
                     update { $0.plan.sourceFound(result) }
                 }

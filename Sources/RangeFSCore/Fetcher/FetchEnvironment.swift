@@ -47,9 +47,13 @@ public struct FetchEnvironment: Sendable {
     public var committer: Committer
     public var policy: FetchPolicy
     public var logger: Logger
+    /// The mount's counters (the same object its `CurlClient` counts requests in).
+    public var metrics: MountMetrics
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
-                committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger) {
+                committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
+                metrics: MountMetrics = MountMetrics()) {
+        self.metrics = metrics
         self.client = client
         self.store = store
         self.directory = directory

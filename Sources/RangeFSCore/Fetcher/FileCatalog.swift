@@ -18,6 +18,8 @@ public final class FileCatalog: Sendable {
         var active: [Int]
     }
     private let environment: FetchEnvironment
+    /// The mount's counters.
+    public var metrics: MountMetrics { environment.metrics }
     private let blockSize: UInt64
     /// What the database knew when the mount started, for files not loaded yet (eviction
     /// empties their bitmaps here too).
@@ -425,6 +427,7 @@ public final class FileCatalog: Sendable {
             environment.logger.error("cannot record the eviction of \(URL(string: key)?.redactedForDisplay ?? key): \(error)")
         }
         budget.add(-Int64(freed))
+        environment.metrics.evicted()
         return freed
     }
 

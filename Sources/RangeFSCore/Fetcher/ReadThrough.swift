@@ -23,12 +23,14 @@ struct ReadThrough: Sendable {
         } catch {
             return completion(.failure(FetchError("\(url.redactedForDisplay): \(error)", cause: error as? CacheError)))
         }
-        let request = RangeRequest(url: url, headers: headers, range: bytes, expectedSize: fileSize, validator: validator)
+        var request = RangeRequest(url: url, headers: headers, range: bytes, expectedSize: fileSize, validator: validator)
+        request.readThrough = true
         environment.client.fetch(request, sink: { data, offset in
             (try? memory.write(data, at: offset)) != nil
         }, completion: { result in
             switch result {
             case .success:
+                environment.metrics.fetched(bytes.count, at: bytes.lowerBound, readAheadFrom: nil, background: false)
                 if budget.readThrough(UInt64(bytes.count)) {
                     environment.logger.warning("the cache has no room (its disk is down to the free-space floor or it is at its size limit) and nothing can be evicted: reads are served from the network without being stored")
                 }
@@ -36,6 +38,7 @@ struct ReadThrough: Sendable {
             case .failure(let error):
                 if case .changed(let why) = error { changed(why) }
                 if error.isTransient, attempt < environment.policy.maxAttempts {
+                    environment.metrics.retried()
                     let delay = environment.policy.retryDelay(attempt: attempt + 1)
                     DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
                         fetch(bytes, attempt: attempt + 1, changed: changed, completion: completion)

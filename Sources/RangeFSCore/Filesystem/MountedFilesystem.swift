@@ -175,9 +175,12 @@ public final class MountedFilesystem: Sendable {
                      completion: @escaping @Sendable (Result<ReadyBytes, FilesystemError>) -> Void) {
         guard offset >= 0 else { return completion(.failure(FilesystemError(.negativeOffset))) }
         guard let open = handles.withLock({ $0[handle] }) else { return completion(.failure(FilesystemError(.unknownHandle))) }
+        let timing = ReadTiming(metrics: catalog.metrics)
         open.file.read(offset: UInt64(offset), length: UInt64(size)) { result in
+            timing.answered(result)
             completion(result.mapError { FilesystemError(.fetch($0)) })
         }
+        timing.returned()
     }
 
     /// Closes a handle: after the kernel's release, or when the reply to its open could not be

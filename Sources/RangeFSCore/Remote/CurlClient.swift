@@ -25,6 +25,8 @@ public final class CurlClient: RemoteClient {
         public var caFile: String?
         /// A proxy for every request; nil leaves libcurl to the usual `*_proxy` variables.
         public var proxy: String?
+        /// Where requests are counted: by kind and status, and those in flight.
+        public var metrics = MountMetrics()
 
         public init() {}
     }
@@ -206,6 +208,14 @@ extension TransferSpec {
     var isBackground: Bool {
         if case .range(let request, _, _) = self { return request.urgency.priority == .background }
         return false
+    }
+
+    /// What a request is for, as the metrics count it.
+    var metricsKind: MountMetrics.RequestKind {
+        switch self {
+        case .probe: .probe
+        case .range(let request, _, _): request.readThrough ? .readThrough : request.urgency.priority == .background ? .background : .range
+        }
     }
 
     func fail(_ error: RemoteError) {

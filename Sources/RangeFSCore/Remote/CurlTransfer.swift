@@ -23,6 +23,7 @@ final class CurlTransfer {
     private var coalesced: CoalescingBuffer?
     /// Bytes handed to the sink so far.
     private var storedBytes: UInt64 = 0
+    private let metrics: MountMetrics
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool { spec.isBackground }
@@ -40,6 +41,7 @@ final class CurlTransfer {
         self.easy = easy
         self.spec = spec
         self.gate = gate
+        metrics = configuration.metrics
         let url: URL
         var headers: [String: String]
         switch spec {
@@ -96,6 +98,7 @@ final class CurlTransfer {
         rangefs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         rangefs_easy_setopt_header_callback(easy, curlTransferHeader)
         rangefs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        metrics.requestStarted()
     }
 
     deinit {
@@ -199,6 +202,7 @@ final class CurlTransfer {
     /// Reports the outcome to the caller. Returns a follow-up transfer when a HEAD probe
     /// must be retried as a one-byte GET.
     func finish(curlResult: CURLcode, cancelled: Bool) -> TransferSpec? {
+        metrics.requestEnded(spec.metricsKind, status: responseCode, cancelled: cancelled)
         if cancelled {
             spec.fail(.cancelled)
             return nil

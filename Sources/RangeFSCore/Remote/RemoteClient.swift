@@ -85,6 +85,8 @@ public struct RangeRequest: Sendable {
     public var maxBytesPerSecond: UInt64?
     /// A plain GET without `Range` (for servers that ignore ranges); `range` is then the whole file.
     public var wholeBody: Bool
+    /// A read the cache has no room for: its bytes go to the reader without being stored.
+    public var readThrough = false
 
     public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64,
                 validator: RemoteValidator, urgency: TransferUrgency = TransferUrgency(.foreground), maxBytesPerSecond: UInt64? = nil,
