@@ -271,10 +271,7 @@ func humanBytes(bytes: UInt64, expected: String) {
     defer { silent.close() }
     #expect(silent.sendAll(Array(#"{"command":"#.utf8), until: .now + .seconds(1)) == nil)
     // Once admitted, the connection is the one stop() must cut off, wherever its request stands.
-    let deadline = ContinuousClock.now + .seconds(5)
-    while server.admittedConnections == 0, ContinuousClock.now < deadline {
-        usleep(1_000)
-    }
+    _ = FilesystemHarness.eventually(timeout: 5) { server.admittedConnections > 0 }
     try #require(server.admittedConnections == 1, "the server never took the connection")
     let started = ContinuousClock.now
     server.stop()

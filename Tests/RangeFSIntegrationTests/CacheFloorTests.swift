@@ -103,8 +103,7 @@ extension RangeFSIntegrationTests {
         // nobody uses, and background work waits.
         let floor = Int(FloorFormula.floor(ofFilesystem: crowd.tmpfs.sizeBytes))
         let room = Int(FreeSpaceFloor.databaseRoom)
-        let deadline = Date().addingTimeInterval(15)
-        while crowd.tmpfs.freeBytes < floor + room / 2, Date() < deadline { usleep(100_000) }
+        Poll.until(seconds: 15, every: 0.1) { crowd.tmpfs.freeBytes >= floor + room / 2 }
         #expect(crowd.tmpfs.freeBytes >= floor + room / 2,
                 "the cache did not give back its database's room: \(crowd.tmpfs.freeBytes) free, floor \(floor)\(Check.daemonLog(mount))")
         crowd.waitUntilWaitingForSpace(mount)
@@ -275,6 +274,7 @@ final class FreeSpaceSampler: Sendable {
                         }
                     }
                 }
+                // The sampling period is what the test promises (free space seen every 100 ms).
                 usleep(100_000)
             }
             done.signal()

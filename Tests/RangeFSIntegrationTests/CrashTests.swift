@@ -299,7 +299,7 @@ extension RangeFSIntegrationTests {
         try #require(mounted.succeeded, "mount with RANGEFS_STOP_AT=\(point): \(mounted)")
         let pid = try #require(mount.daemonPid(), "no daemon pid")
         let command = try action()
-        let stopped = ProcessInfo.waitUntil(seconds: 30) { ProcessInfo.isStopped(pid) }
+        let stopped = Poll.until(seconds: 30) { ProcessInfo.isStopped(pid) }
         #expect(stopped, "the daemon never reached the \(point) crash point\(Check.daemonLog(mount))")
         kill(pid, SIGKILL)
         #expect(ProcessInfo.waitForExit(pid, seconds: 10), "pid \(pid) survived SIGKILL")

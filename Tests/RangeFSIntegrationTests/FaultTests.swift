@@ -357,8 +357,7 @@ extension RangeFSIntegrationTests {
             exec cat <&3
             """
         let reader = try BackgroundCommand(["sh", "-c", script, path, readPart, goOn])
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: readPart), reader.isRunning, Date() < deadline { usleep(20_000) }
+        Poll.until(seconds: 60) { FileManager.default.fileExists(atPath: readPart) || !reader.isRunning }
         #expect(FileManager.default.fileExists(atPath: readPart), "the reader did not get its first 256 KiB")
         server.publish("open.bin", bytes: v2)
         _ = FileManager.default.createFile(atPath: goOn, contents: nil)
@@ -391,12 +390,7 @@ extension RangeFSIntegrationTests {
 
         let cp = try BackgroundCommand(["cp", path, copy.path])
         // Change the file once cp's first reply is well under way: later requests meet v2.
-        let deadline = Date().addingTimeInterval(30)
-        var started = false
-        while !started, Date() < deadline {
-            started = server.gets("copying.bin").contains { $0.bodyBytesSent >= 256 << 10 }
-            if !started { usleep(10_000) }
-        }
+        let started = Poll.until(seconds: 30) { server.gets("copying.bin").contains { $0.bodyBytesSent >= 256 << 10 } }
         let lastBeforeChange = server.gets("copying.bin").map(\.id).max() ?? 0
         server.publish("copying.bin", bytes: v2)
         // The change must fall inside the copy: cp's first reply under way (above), cp still

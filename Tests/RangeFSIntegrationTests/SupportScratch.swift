@@ -115,16 +115,6 @@ extension ProcessInfo {
         return stat[stat.index(close, offsetBy: 2)...].prefix(1) == "T"
     }
 
-    /// Polls `condition` every 20 ms; true once it holds, false after `seconds`.
-    static func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(20_000)
-        }
-        return true
-    }
-
     /// Children of `pid` (from /proc/*/stat).
     static func children(of pid: Int32) -> [Int32] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
