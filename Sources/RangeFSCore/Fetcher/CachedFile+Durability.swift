@@ -117,6 +117,20 @@ extension CachedFile {
 
     // MARK: Data file
 
+    /// The data file was removed behind the cache's back (or by an eviction killed before its
+    /// commit): its blocks are forgotten and fetched again. The record follows on the commit
+    /// queue, ahead of any later commit of this file, so no SQLite call runs under the lock.
+    func forgetLostData(of plan: inout FilePlan) {
+        environment.logger.warning("cache data of \(url.redactedForDisplay) is missing; fetching it again")
+        events.cachedBytesChanged(-Int64(plan.dataLost()))
+        let store = environment.store
+        let key = url.absoluteString
+        let empty = plan.durable.serialized
+        environment.committer.schedule {
+            try? store.commitBlocks(url: key, bitmap: empty, state: .remote)
+        }
+    }
+
     func openDataFile(_ state: inout State) throws -> DataFile {
         if let file = state.dataFile { return file }
         let directory = environment.directory
@@ -126,10 +140,7 @@ extension CachedFile {
         let path = state.plan.complete || (access(partial, F_OK) != 0 && access(final, F_OK) == 0) ? final : partial
         let existed = access(path, F_OK) == 0
         if !existed, state.plan.durable.presentCount > 0 {
-            // The data was removed behind our back: what the bitmap says is no longer true.
-            environment.logger.warning("cache data of \(url.redactedForDisplay) is missing; fetching it again")
-            events.cachedBytesChanged(-Int64(state.plan.dataLost()))
-            try environment.store.commitBlocks(url: url.absoluteString, bitmap: state.plan.durable.serialized, state: .remote)
+            forgetLostData(of: &state.plan)
             return try openDataFile(&state)
         }
         let file = try DataFile(path: path, size: layout.fileSize)

@@ -28,7 +28,7 @@ public final class CachedFile: Sendable {
     /// `evictIfIdle` under it) → this lock → leaf locks only: `CacheBudget.counters` (background
     /// reservations in `fetchNextMissing`) and, when the data file vanished behind our back
     /// (`openDataFile`), the catalog's `evictionScheduled` (via `cachedBytesChanged`) and the
-    /// metadata store. The plan's actions — replies, requests, events — run after it is released.
+    /// metadata store's commit queue (`forgetLostData`). The plan's actions — replies, requests, events — run after it is released.
     let state: Mutex<State>
 
     struct State {
@@ -48,26 +48,18 @@ public final class CachedFile: Sendable {
         layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
         modified = record.modified.map { Date(timeIntervalSince1970: $0) }
         let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
-        var bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
-        let directory = environment.directory
-        if bitmap.presentCount > 0, access(directory.dataPath(name: dataName, complete: false), F_OK) != 0,
-           access(directory.dataPath(name: dataName, complete: true), F_OK) != 0 {
-            // A process killed between removing the data (eviction) and updating the record
-            // leaves blocks listed whose bytes are gone: they are fetched again, and the file
-            // does not pass for complete meanwhile.
-            let empty = BlockBitmap(blockCount: layout.blockCount)
-            let missing = Int64(min(record.size, UInt64(bitmap.presentCount) * record.blockSize))
-            bitmap = empty
-            events.cachedBytesChanged(-missing)
-            let store = environment.store
-            environment.committer.schedule {
-                try? store.commitBlocks(url: record.url, bitmap: empty.serialized, state: .remote)
-            }
-        }
+        let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
         let plan = FilePlan(url: url, layout: layout, policy: environment.policy, blocks: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
                             streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256, source: record.source)
         state = Mutex(State(plan: plan))
+        // A process killed between removing the data (eviction) and updating the record leaves
+        // blocks listed whose bytes are gone: the file must not pass for complete meanwhile.
+        let directory = environment.directory
+        if plan.durable.presentCount > 0, access(directory.dataPath(name: dataName, complete: false), F_OK) != 0,
+           access(directory.dataPath(name: dataName, complete: true), F_OK) != 0 {
+            state.withLock { forgetLostData(of: &$0.plan) }
+        }
     }
 
     // MARK: Looking

@@ -27,6 +27,16 @@ public struct FetchPolicy: Sendable {
 
     /// The delay before attempt number `attempt` (2 for the first retry): doubling, with
     /// jitter so that many failed requests do not come back at the same moment.
+    /// How long to wait before trying again after `attempts` tries ended in `error`, or nil when
+    /// the error is final or the attempts are spent. A `Retry-After` longer than the backoff is
+    /// honoured, up to `maxRetryAfter`. Every request kind (ranges, read-through, probes) asks here.
+    func retryDelay(after error: RemoteError, attempts: Int) -> Duration? {
+        guard error.isTransient, attempts < maxAttempts else { return nil }
+        let backoff = retryDelay(attempt: attempts + 1)
+        guard let asked = error.retryAfter else { return backoff }
+        return asked <= maxRetryAfter ? max(backoff, asked) : nil
+    }
+
     func retryDelay(attempt: Int) -> Duration {
         let base = retryBaseDelay * (1 << min(max(attempt - 2, 0), 6))
         return base * Double.random(in: 0.5...1.5)

@@ -15,8 +15,7 @@ extension FileCatalog {
         environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
             let key = entry.urlString
             let outcome: Result<CachedFile, FetchError>
-            if case .failure(let error) = result, error.isTransient, attempt < environment.policy.maxAttempts {
-                let delay = environment.policy.retryDelay(attempt: attempt + 1)
+            if case .failure(let error) = result, let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
                 environment.logger.debug("size of \(entry.url.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                     probe(entry, index: index, attempt: attempt + 1)

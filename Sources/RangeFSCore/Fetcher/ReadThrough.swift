@@ -37,9 +37,8 @@ struct ReadThrough: Sendable {
                 completion(.success(ReadyBytes(file: memory, range: bytes)))
             case .failure(let error):
                 if case .changed(let why) = error { changed(why) }
-                if error.isTransient, attempt < environment.policy.maxAttempts {
+                if let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
                     environment.metrics.retried()
-                    let delay = environment.policy.retryDelay(attempt: attempt + 1)
                     DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) {
                         fetch(bytes, attempt: attempt + 1, changed: changed, completion: completion)
                     }

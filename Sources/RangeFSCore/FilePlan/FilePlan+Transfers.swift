@@ -202,13 +202,10 @@ extension FilePlan {
         return transfer.onFinish.map { [.notify($0, succeeded)] } ?? []
     }
 
-    /// How long to wait before trying again, or nil when the error is final or the attempts are spent.
-    /// A `Retry-After` longer than the backoff is honoured, up to `maxRetryAfter`.
+    /// How long to wait before trying again, or nil when the error is final or the attempts are
+    /// spent: the policy's one rule for every kind of request.
     func retryDelay(after error: RemoteError, attempts: Int) -> Duration? {
-        guard error.isTransient, attempts < policy.maxAttempts else { return nil }
-        let backoff = policy.retryDelay(attempt: attempts + 1)
-        guard let asked = error.retryAfter else { return backoff }
-        return asked <= policy.maxRetryAfter ? max(backoff, asked) : nil
+        policy.retryDelay(after: error, attempts: attempts)
     }
 
     private mutating func finalFailure(_ error: RemoteError, of remainder: Range<UInt64>) -> [Action] {

@@ -223,8 +223,9 @@ final class CurlTransfer {
             if let failure {
                 completion(.failure(failure))
             } else if let size = probedSize {
-                completion(.success(RemoteFileInfo(size: size, validator: responseFacts.validator, modified: modified,
-                                                   finalURL: finalURL)))
+                let reply = responseFacts
+                completion(.success(RemoteFileInfo(size: size, validator: reply.validator, modified: modified,
+                                                   finalURL: reply.redirected ? effectiveURL : nil)))
             } else {
                 completion(.failure(transportError(curlResult)))
             }
@@ -277,9 +278,8 @@ final class CurlTransfer {
                              redirected: redirects > 0)
     }
 
-    /// The URL the final response came from, when a redirect was followed.
-    private var finalURL: URL? {
-        guard responseFacts.redirected else { return nil }
+    /// The URL the final response came from.
+    private var effectiveURL: URL? {
         var text: UnsafeMutablePointer<CChar>?
         guard rangefs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text else { return nil }
         return URL(string: String(cString: text))
