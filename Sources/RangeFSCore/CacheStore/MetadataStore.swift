@@ -145,6 +145,15 @@ public final class MetadataStore: Sendable {
         }
     }
 
+    /// An evicted file that was not loaded: no blocks, and a new data file name, so the removed
+    /// files' names are never used again.
+    public func emptyBlocks(url: String, bitmap: [UInt8], state: CacheState, dataName: String) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, dataName = ?, failure = NULL WHERE url = ?",
+                           arguments: [Data(bitmap), state.rawValue, dataName, url])
+        }
+    }
+
     /// Files holding cached data that may be evicted, the first to go first: partial before
     /// complete, then least recently used.
     public func evictionCandidates() throws -> [CachedFileRecord] {
