@@ -46,6 +46,10 @@ final class FilesystemHarness {
         try Self.wait { filesystem.attributes(of: inode, completion: $0) }
     }
 
+    func openDirectory(_ inode: InodeNumber) throws -> Result<Void, FilesystemError> {
+        try Self.wait { filesystem.openDirectory(inode, completion: $0) }
+    }
+
     func open(_ inode: InodeNumber, flags: Int32 = O_RDONLY) throws -> Result<MountedFilesystem.OpenedFile, FilesystemError> {
         try Self.wait { filesystem.open(inode, flags: flags, completion: $0) }
     }
