@@ -1,7 +1,7 @@
 import Foundation
 
 /// One name in a server's listing of a directory: a file or a directory below it.
-public struct ListedChild: Sendable, Equatable {
+public struct ListedChild: Sendable, Equatable, Codable {
     /// The name in the mount: the href's last segment, decoded and validated.
     public var name: String
     public var url: URL
@@ -19,6 +19,22 @@ public struct ListedChild: Sendable, Equatable {
     }
 }
 
+/// One directory's listing as the cache database keeps it, so a remount (or a mount while the
+/// server is unreachable) shows the last known tree at once.
+public struct StoredListing: Sendable, Equatable, Codable {
+    public var children: [ListedChild]
+    /// The listing's ETag / Last-Modified, asked again with `If-None-Match` / `If-Modified-Since`.
+    public var validator: RemoteValidator?
+    /// When the server last gave or confirmed it.
+    public var listedAt: Date
+
+    public init(children: [ListedChild], validator: RemoteValidator?, listedAt: Date) {
+        self.children = children
+        self.validator = validator
+        self.listedAt = listedAt
+    }
+}
+
 /// A tree mounted from a server's own directory listings: which directories are known, which
 /// are listed, and what each listing said. It does no I/O (`ListedDirectories` fetches the
 /// listings and feeds them in) and turns what is known into the manifest and the directories
@@ -29,7 +45,11 @@ struct ListedTree {
         let url: URL
         /// 0 for the root.
         let depth: Int
+        /// What its listing showed (refused children left out); nil until listed.
         var children: [ListedChild]?
+        var validator: RemoteValidator?
+        /// When the server last gave or confirmed the listing.
+        var listedAt: Date?
     }
 
     /// Why a listed child is not shown.
@@ -63,6 +83,36 @@ struct ListedTree {
         directories[path]?.children != nil
     }
 
+    /// True for a listed directory whose listing is older than `maxAge` at `now`.
+    func isStale(_ path: String, now: Date, maxAge: TimeInterval) -> Bool {
+        guard let listedAt = directories[path]?.listedAt else { return false }
+        return now.timeIntervalSince(listedAt) > maxAge
+    }
+
+    /// The server confirmed the listing is unchanged (a `304`), maybe with a newer validator.
+    mutating func confirm(_ path: String, at date: Date, validator: RemoteValidator?) {
+        guard directories[path]?.children != nil else { return }
+        directories[path]?.listedAt = date
+        if let validator { directories[path]?.validator = validator }
+    }
+
+    /// What to store of a listed directory.
+    func stored(_ path: String) -> StoredListing? {
+        guard let directory = directories[path], let children = directory.children, let listedAt = directory.listedAt else { return nil }
+        return StoredListing(children: children, validator: directory.validator, listedAt: listedAt)
+    }
+
+    /// Rebuilds what was known from stored listings (by directory URL), from the root down:
+    /// each known directory whose listing is stored is shown as it was.
+    mutating func restore(from stored: [String: StoredListing]) {
+        var pending = [""]
+        while let path = pending.popLast() {
+            guard let url = directories[path]?.url, let listing = stored[url.absoluteString] else { continue }
+            _ = record(listing.children, at: path, validator: listing.validator, listedAt: listing.listedAt)
+            pending += (directories[path]?.children ?? []).filter(\.isDirectory).map { Self.join(path, $0.name) }
+        }
+    }
+
     /// The directory's URL, or nil when the tree has no directory at `path`.
     func url(of path: String) -> URL? {
         directories[path]?.url
@@ -70,7 +120,8 @@ struct ListedTree {
 
     /// Records the listing of the directory at `path`, replacing an earlier one. Child
     /// directories become known (not listed); returns those refused, by name, for the log.
-    mutating func record(_ children: [ListedChild], at path: String) -> [(name: String, refusal: Refusal)] {
+    mutating func record(_ children: [ListedChild], at path: String, validator: RemoteValidator? = nil,
+                         listedAt: Date = Date()) -> [(name: String, refusal: Refusal)] {
         guard let directory = directories[path] else { return [] }
         // Directories of the earlier listing that are gone from this one go, with what is below them.
         if let earlier = directory.children {
@@ -104,6 +155,8 @@ struct ListedTree {
             }
         }
         directories[path]?.children = shown
+        directories[path]?.validator = validator
+        directories[path]?.listedAt = listedAt
         return refused
     }
 
