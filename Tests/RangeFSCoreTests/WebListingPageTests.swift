@@ -7,7 +7,7 @@ import Testing
 // Tests/Fixtures/web-listings. To capture them again, run that suite with
 // RANGEFS_CAPTURE_LISTINGS set to the fixture folder:
 //   RANGEFS_CAPTURE_LISTINGS=$PWD/Tests/Fixtures/web-listings swift test --filter WebListingServerTests
-// and update the dates below if the tree's dates changed.
+// (plain.txt keeps its date there; the other dates are those of the capture).
 
 private let fixtures = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent()
@@ -55,9 +55,9 @@ private let pages: [CapturedPage] = [
                  format: .pythonHTTPServer, sizes: .none),
 ]
 
-/// The top of the awkward tree: names, directory or not, and sizes.
+/// The top of the awkward tree (AwkwardTree in the integration tests): names, directory or not, and sizes.
 let awkwardTop: [(name: String, isDirectory: Bool, size: UInt64)] = [
-    ("Case", true, 0), ("empty", true, 0), ("sub dir", true, 0),
+    ("Case", true, 0), ("empty", true, 0), ("sub dir", true, 0), ("big", true, 0),
     ("case", false, 1), ("plain.txt", false, 5), ("with space.txt", false, 1), ("hash#name.txt", false, 2),
     ("question?mark.txt", false, 3), ("percent%41.txt", false, 4), ("amp&name.txt", false, 5),
     ("[bracket].txt", false, 6), ("_underscore.txt", false, 7), ("ünïcödé-日本.txt", false, 3),
