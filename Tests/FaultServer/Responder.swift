@@ -54,7 +54,7 @@ struct Responder: Sendable {
     }
 
     private func validatorHeaders(of file: PublishedFile) -> [HeaderField] {
-        var headers = [HeaderField("Content-Type", "application/octet-stream")]
+        var headers = [HeaderField("Content-Type", options.contentType ?? "application/octet-stream")]
         if options.rangesSupported { headers.append(HeaderField("Accept-Ranges", "bytes")) }
         if options.sendETag { headers.append(HeaderField("ETag", file.etag)) }
         if options.sendLastModified { headers.append(HeaderField("Last-Modified", file.lastModified)) }

@@ -81,6 +81,11 @@ public struct WebListing: Sendable, Equatable {
             throw WebListingError(url: shown, reason: "not an http(s) URL of a directory")
         }
         let mediaType = contentType.map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let isJSON = mediaType == "application/json", isXML = mediaType.hasSuffix("/xml")
+        let isHTML = mediaType == "text/html" || mediaType == "application/xhtml+xml"
+        guard mediaType.isEmpty || isJSON || isXML || isHTML else {
+            throw WebListingError(url: shown, reason: "not a directory listing (Content-Type: \(mediaType))")
+        }
         if page.contains(0) {
             throw WebListingError(url: shown, reason: "the reply is not text, so not a directory listing")
         }
@@ -88,17 +93,15 @@ public struct WebListing: Sendable, Equatable {
         let trimmed = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }
         var collector = ListingCollector(base: base)
         let format: WebListingFormat
-        if mediaType == "application/json" || (mediaType.isEmpty && trimmed.hasPrefix("[")) {
+        if isJSON || (mediaType.isEmpty && trimmed.hasPrefix("[")) {
             format = .nginxJSON
             try NginxStructuredListing.readJSON(page, into: &collector, source: shown)
-        } else if mediaType.hasSuffix("/xml") || trimmed.hasPrefix("<?xml") {
+        } else if isXML || (mediaType.isEmpty && trimmed.hasPrefix("<?xml")) {
             format = .nginxXML
             try NginxStructuredListing.readXML(text, into: &collector, source: shown)
-        } else if mediaType.isEmpty || mediaType == "text/html" || mediaType == "application/xhtml+xml" {
+        } else {
             format = HTMLListing.format(of: text)
             HTMLListing.read(text, format: format, into: &collector)
-        } else {
-            throw WebListingError(url: shown, reason: "not a directory listing (Content-Type: \(mediaType))")
         }
         return WebListing(format: format, entries: collector.entries, skipped: collector.skipped)
     }
