@@ -54,6 +54,9 @@ struct MountCommand: ParsableCommand {
                                valueName: "format"))
     var format: ManifestFormatOption = .auto
 
+    @Option(help: "How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.")
+    var dirCacheTime: String = "5m"
+
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
     var cacheDir: String?
 
@@ -143,6 +146,9 @@ struct MountCommand: ParsableCommand {
                 throw ValidationError("--metrics-address: \(error)")
             }
         }
+        if DurationText.parse(dirCacheTime) == nil {
+            throw ValidationError("--dir-cache-time must be a duration such as 30s, 5m or 1h (got '\(dirCacheTime)')")
+        }
         _ = try HeaderArguments.parse(headers)
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file \(caFile) cannot be read")
@@ -172,11 +178,15 @@ struct MountCommand: ParsableCommand {
         clientConfiguration.caFile = caFile.map(absolutePath)
         clientConfiguration.proxy = proxy
         let loader = try manifestLoader()
+        let listingRoot = try Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
-        // double the time to mount (100,000 entries take about half a second to read).
+        // double the time to mount (100,000 entries take about half a second to read). A web
+        // directory is listed by the mount itself, as it is looked at.
         let startsBackgroundMount = !foreground && readyFd == nil
-        let loaded = startsBackgroundMount ? nil : try load(loader, clientConfiguration: clientConfiguration)
+        let loaded = startsBackgroundMount ? nil
+            : try listingRoot.map { Manifest(source: $0.redactedForDisplay, entries: []) }
+                ?? load(loader, clientConfiguration: clientConfiguration)
         try clearStaleMount(at: mountPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: mountPath, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -214,7 +224,11 @@ struct MountCommand: ParsableCommand {
         var prefetchConfiguration = Prefetcher.Configuration()
         prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
         prefetchConfiguration.maxDownloads = maxDownloads
-        let runner = MountRunner(manifest: loaded, loader: loader, mountpoint: mountPath, cachePath: cachePath,
+        var listingSettings = ListedDirectories.Settings()
+        listingSettings.maxAge = DurationText.parse(dirCacheTime)!
+        let runner = MountRunner(manifest: loaded, loader: loader,
+                                 listing: listingRoot.map { MountRunner.Listing(root: $0, settings: listingSettings) },
+                                 mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
                                  clientConfiguration: clientConfiguration,
@@ -224,6 +238,20 @@ struct MountCommand: ParsableCommand {
                                  logLevel: Logger.Level(rawValue: logLevel)!,
                                  readyDescriptor: readyFd)
         try runner.run()
+    }
+
+    /// The web directory whose listing is mounted (with its trailing `/`), or nil for a
+    /// manifest: a URL ending in `/`, or any http(s) URL with `--format index`.
+    static func listingRoot(of loader: ManifestLoader, format: ManifestFormatOption) throws -> URL? {
+        guard case .remote(let url) = loader.location else {
+            if format.isIndex { throw CommandFailure("--format index mounts a web directory: give its http(s) URL") }
+            return nil
+        }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        let isDirectory = components.percentEncodedPath.hasSuffix("/")
+        guard format.isIndex || (format.format == nil && isDirectory) else { return nil }
+        if !isDirectory { components.percentEncodedPath += "/" }
+        return components.url ?? url
     }
 
     /// Where fetched data is kept, as an absolute path.

@@ -7,9 +7,12 @@ import Synchronization
 /// Puts the parts together for one mount, serves it until unmounted, and shuts down in the
 /// order that loses nothing: stop transfers, commit what arrived, then release the kernel mount.
 struct MountRunner {
+    /// The manifest; for a web directory, empty (its tree comes from the listings).
     var manifest: Manifest
     /// How the manifest is read again on `rangefs refresh`: same place, format and headers.
     var loader: ManifestLoader
+    /// A web directory mounted from its listings; nil for a manifest.
+    var listing: Listing?
     var mountpoint: String
     var cachePath: String
     var blockSize: UInt64
@@ -28,6 +31,11 @@ struct MountRunner {
     /// When launched in the background: where to say "ready"; logs then go to the cache's log file.
     var readyDescriptor: Int32?
 
+    struct Listing {
+        var root: URL
+        var settings: ListedDirectories.Settings
+    }
+
     func run() throws {
         if readyDescriptor != nil {
             // Leave the launching terminal's session so its hang-up does not unmount us.
@@ -43,8 +51,11 @@ struct MountRunner {
         } else {
             LoggingSystem.bootstrap(StreamLogHandler.standardError)
         }
-        var logger = Logger(label: "rangefs")
-        logger.logLevel = logLevel
+        let logger = {
+            var logger = Logger(label: "rangefs")
+            logger.logLevel = logLevel
+            return logger
+        }()
 
         let directory: CacheDirectory
         let lock: CacheLock
@@ -62,12 +73,42 @@ struct MountRunner {
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
+        let committer = Committer()
         let environment = FetchEnvironment(client: client, store: store, directory: directory,
-                                           committer: Committer(), policy: policy, logger: logger, metrics: metrics)
+                                           committer: committer, policy: policy, logger: logger, metrics: metrics)
+        let filesystemBox = Mutex<MountedFilesystem?>(nil)
+        let shownBox = Mutex<(catalog: FileCatalog, prefetcher: Prefetcher)?>(nil)
+        let directories: ListedDirectories?
+        do {
+            directories = try listing.map { listing in
+                try listedDirectories(listing, client: client, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
+                    guard let shown = shownBox.withLock({ $0 }) else { return }
+                    let manifest = snapshot.manifest.addingHeaders(loader.headers)
+                    let indices = shown.catalog.replaceManifest(with: manifest)
+                    filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices,
+                                                                                 directories: snapshot.directories))
+                    shown.prefetcher.manifestChanged()
+                }
+            }
+        } catch {
+            client.shutdown()
+            throw error
+        }
+        let known = directories?.snapshot
+        let manifest = known.map { $0.manifest.addingHeaders(loader.headers) } ?? self.manifest
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
-        let filesystemBox = Mutex<MountedFilesystem?>(nil)
-        let refresher = RunningMount.ManifestRefresher(
+        shownBox.withLock { $0 = (catalog, prefetcher) }
+        let refresher = directories.map { directories in
+            RunningMount.ManifestRefresher(
+                load: { [loader] in
+                    for failure in directories.relistAll(timeout: .seconds(300)) {
+                        logger.warning("refresh: \(failure); its directory shows what was known")
+                    }
+                    return directories.snapshot.manifest.addingHeaders(loader.headers)
+                },
+                show: { _, _ in directories.showNow() })
+        } ?? RunningMount.ManifestRefresher(
             load: { [loader] in try loader.load(client: client) },
             show: { manifest, indices in
                 filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices))
@@ -93,7 +134,8 @@ struct MountRunner {
             catalog.shutdown()
             throw CommandFailure("\(error)")
         }
-        let tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
+        let tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices),
+                               directories: known?.directories ?? [])
         let namespace = tree.namespace
         // libfuse's low-level session does not take uid=, gid= and umask=: they are applied here.
         let (overrides, sessionOptions) = AttributeOverrides.extract(from: fuseOptions)
@@ -101,9 +143,12 @@ struct MountRunner {
         if let uid = overrides.uid { ownership.uid = uid }
         if let gid = overrides.gid { ownership.gid = gid }
         if let umask = overrides.umask { ownership.umask = mode_t(umask) }
-        let filesystem = MountedFilesystem(tree: tree, catalog: catalog, fileStatus: { mount.fileStatus(ofEntry: $0) },
+        let filesystem = MountedFilesystem(tree: tree, catalog: catalog, directories: directories,
+                                           fileStatus: { mount.fileStatus(ofEntry: $0) },
                                            controlSocketPath: directory.controlSocketPath, ownership: ownership, logger: logger)
         filesystemBox.withLock { $0 = filesystem }
+        // A listing that arrived while the parts were put together shows now.
+        directories?.showNow()
         let session: FuseSession
         do {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions,
@@ -120,7 +165,8 @@ struct MountRunner {
             close(readyDescriptor)
         }
         let metricsNote = metricsListener.map { ", metrics at http://\($0.address)/metrics" } ?? ""
-        logger.info("mounted \(manifest.source) at \(mountpoint): \(namespace.fileCount) files, cache in \(cachePath), prefetch \(prefetch.policy.rawValue)\(metricsNote)")
+        let what = listing == nil ? "\(namespace.fileCount) files" : "\(namespace.fileCount) files known, directories listed as they are opened"
+        logger.info("mounted \(manifest.source) at \(mountpoint): \(what), cache in \(cachePath), prefetch \(prefetch.policy.rawValue)\(metricsNote)")
         prefetcher.start()
         _ = session.run()
         logger.info("unmounting \(mountpoint)")
@@ -131,6 +177,43 @@ struct MountRunner {
         session.close()
         withExtendedLifetime(lock) {}
         logger.info("unmounted \(mountpoint)")
+    }
+
+    /// The directories of a web directory mount, with the listings an earlier mount kept. When
+    /// none is kept for the root, its listing is asked for now: a wrong URL, a page that is no
+    /// listing or a refusal is said before anything is mounted.
+    private func listedDirectories(_ listing: Listing, client: CurlClient, policy: FetchPolicy, store: MetadataStore,
+                                   committer: Committer, logger: Logger,
+                                   onChange: @escaping @Sendable (ListedDirectories.Snapshot) -> Void) throws -> ListedDirectories {
+        let stored: [String: StoredListing]
+        do {
+            stored = try store.allListings()
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let lister = WebDirectoryLister(headers: loader.headers, client: client, policy: policy, logger: logger)
+        let directories = ListedDirectories(
+            root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
+            save: { url, kept in
+                committer.schedule {
+                    do { try store.saveListing(kept, url: url.absoluteString) } catch { logger.error("cannot keep the listing of \(url.redactedForDisplay): \(error)") }
+                }
+            }, onChange: onChange)
+        guard !directories.isListed(nil) else { return directories }
+        let outcome = Mutex<Result<Void, FetchError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        directories.ensureListed(nil) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        // Each attempt has its own timeout; this only bounds the retries between them.
+        guard done.wait(timeout: .now() + 600) == .success, let result = outcome.withLock({ $0 }) else {
+            throw CommandFailure("\(listing.root.redactedForDisplay): no listing within 10 minutes")
+        }
+        if case .failure(let error) = result {
+            throw CommandFailure("cannot mount the web directory \(error)")
+        }
+        return directories
     }
 
     /// From now on stdout and stderr (and so the log) go to the cache's log file.

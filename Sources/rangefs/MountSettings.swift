@@ -55,6 +55,7 @@ enum MountSettings {
     /// one: declare its `@Option` in `MountCommand` and add its row here.
     static let all: [MountSetting] = [
         .value("--format", example: "m3u") { $0.format == .auto ? nil : $0.format.argument },
+        .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
         .value("--cache-dir", example: "/var/cache/rangefs/media") { $0.cachePath },
         .value("--block-size", example: "1M") { $0.blockSize },
         .value("--prefetch", example: "opened") { $0.prefetch },

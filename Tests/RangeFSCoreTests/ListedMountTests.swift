@@ -16,13 +16,13 @@ struct ListedMountTests {
     /// which validator, and how many listings ran at once. `offline` answers every request with
     /// a refused connection.
     final class TableLister: DirectoryLister, Sendable {
-        let table: Mutex<[String: Result<[ListedChild], FetchError>]>
+        let table: Mutex<[String: Result<[WebListingEntry], FetchError>]>
         let delay: Double
         let asked = Mutex<[(url: String, held: String?)]>([])
         let running = Mutex((now: 0, most: 0))
         let offline = Atomic(false)
 
-        init(_ table: [String: Result<[ListedChild], FetchError>], delay: Double = 0) {
+        init(_ table: [String: Result<[WebListingEntry], FetchError>], delay: Double = 0) {
             self.table = Mutex(table)
             self.delay = delay
         }
@@ -38,7 +38,7 @@ struct ListedMountTests {
                 ? .failure(FetchError(url, .remote(.transport("Couldn't connect to server"))))
                 : entry.map { children in
                     let validator = RemoteValidator(etag: "\"v\(children.count)\"", lastModified: nil)
-                    return heldVersion == validator ? .unchanged(validator) : .listed(children, validator)
+                    return heldVersion == validator ? .unchanged(validator) : .listed(children, validator, from: url)
                 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
                 running.withLock { $0.now -= 1 }
@@ -54,7 +54,7 @@ struct ListedMountTests {
         let directories: ListedDirectories
         let filesystem: MountedFilesystem
 
-        convenience init(files: [String: [UInt8]], listings: (FaultServer) -> [String: Result<[ListedChild], FetchError>],
+        convenience init(files: [String: [UInt8]], listings: (FaultServer) -> [String: Result<[WebListingEntry], FetchError>],
                          delay: Double = 0, settings: ListedDirectories.Settings = ListedDirectories.Settings()) throws {
             let engine = try FetchEngineHarness(files: files, entries: [])
             try self.init(engine: engine, lister: TableLister(listings(engine.server), delay: delay), settings: settings)
@@ -102,18 +102,18 @@ struct ListedMountTests {
 
     static let song = FetchEngineHarness.bytes(100_000, seed: 3)
 
-    static func listings(_ server: FaultServer) -> [String: Result<[ListedChild], FetchError>] {
+    static func listings(_ server: FaultServer) -> [String: Result<[WebListingEntry], FetchError>] {
         [
             server.url("top/").absoluteString: .success([
-                ListedChild(name: "Artist", url: server.url("top/Artist/"), isDirectory: true),
-                ListedChild(name: "intro.mp3", url: server.url("intro.mp3"), isDirectory: false),
-                ListedChild(name: "Broken", url: server.url("top/Broken/"), isDirectory: true),
+                WebListingEntry(name: "Artist", url: server.url("top/Artist/"), isDirectory: true),
+                WebListingEntry(name: "intro.mp3", url: server.url("intro.mp3"), isDirectory: false),
+                WebListingEntry(name: "Broken", url: server.url("top/Broken/"), isDirectory: true),
             ]),
             server.url("top/Artist/").absoluteString: .success([
-                ListedChild(name: "Album", url: server.url("top/Artist/Album/"), isDirectory: true),
+                WebListingEntry(name: "Album", url: server.url("top/Artist/Album/"), isDirectory: true),
             ]),
             server.url("top/Artist/Album/").absoluteString: .success([
-                ListedChild(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false),
+                WebListingEntry(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false),
             ]),
         ]
     }
@@ -150,10 +150,10 @@ struct ListedMountTests {
 
     @Test func manyLooksAtOneDirectoryListItOnceAndListingsRunABoundedNumberAtOnce() throws {
         let mount = try ListedHarness(files: [:], listings: { server in
-            var table: [String: Result<[ListedChild], FetchError>] = [:]
+            var table: [String: Result<[WebListingEntry], FetchError>] = [:]
             let names = (0..<12).map { "d\($0)" }
             table[server.url("top/").absoluteString] = .success(names.map {
-                ListedChild(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
+                WebListingEntry(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
             })
             for name in names { table[server.url("top/\(name)/").absoluteString] = .success([]) }
             return table
@@ -208,7 +208,7 @@ struct ListedMountTests {
         // The server's listing changes: the next check shows it.
         let server = mount.engine.server
         mount.lister.table.withLock {
-            $0[server.url("top/").absoluteString] = .success([ListedChild(name: "new.mp3", url: server.url("new.mp3"), isDirectory: false)])
+            $0[server.url("top/").absoluteString] = .success([WebListingEntry(name: "new.mp3", url: server.url("new.mp3"), isDirectory: false)])
         }
         #expect(FilesystemHarness.eventually(timeout: 10) {
             (try? mount.names(of: Namespace.rootInode)) == ["new.mp3"]

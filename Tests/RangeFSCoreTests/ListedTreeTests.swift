@@ -8,12 +8,12 @@ import Testing
 struct ListedTreeTests {
     static let root = URL(string: "http://127.0.0.1:8080/music/")!
 
-    static func file(_ name: String, _ href: String? = nil, size: UInt64? = nil) -> ListedChild {
-        ListedChild(name: name, url: URL(string: href ?? name, relativeTo: root)!.absoluteURL, isDirectory: false, size: size)
+    static func file(_ name: String, _ href: String? = nil, size: UInt64? = nil) -> WebListingEntry {
+        WebListingEntry(name: name, url: URL(string: href ?? name, relativeTo: root)!.absoluteURL, isDirectory: false, size: size)
     }
 
-    static func directory(_ name: String, _ href: String) -> ListedChild {
-        ListedChild(name: name, url: URL(string: href, relativeTo: root)!.absoluteURL, isDirectory: true)
+    static func directory(_ name: String, _ href: String) -> WebListingEntry {
+        WebListingEntry(name: name, url: URL(string: href, relativeTo: root)!.absoluteURL, isDirectory: true)
     }
 
     static func paths(_ tree: ListedTree) -> (files: [String], directories: [String]) {
@@ -46,8 +46,8 @@ struct ListedTreeTests {
         ("another host", directory("elsewhere", "http://127.0.0.2:8080/music/x/"), .outsideTheRoot),
         ("an absolute path elsewhere", directory("etc", "/etc/"), .outsideTheRoot),
         ("a name that is not a file name", file(".."), .badName("name \"..\" is not allowed")),
-    ] as [(String, ListedChild, ListedTree.Refusal)])
-    func childrenLeavingTheTreeOrLoopingAreRefused(case name: String, child: ListedChild, refusal: ListedTree.Refusal) {
+    ] as [(String, WebListingEntry, ListedTree.Refusal)])
+    func childrenLeavingTheTreeOrLoopingAreRefused(case name: String, child: WebListingEntry, refusal: ListedTree.Refusal) {
         var tree = ListedTree(root: Self.root)
         let refused = tree.record([child, Self.file("kept.mp3")], at: "")
         #expect(refused.count == 1, "\(name)")

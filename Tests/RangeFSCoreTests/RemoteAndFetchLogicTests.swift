@@ -118,3 +118,18 @@ import Testing
         #expect((10..<20 as Range<UInt64>).subtracting([0..<100]).isEmpty)
     }
 }
+
+@Suite struct DurationTextTests {
+    @Test(arguments: [
+        ("300", Duration.seconds(300)), ("90s", .seconds(90)), ("5m", .seconds(300)), (" 2h ", .seconds(7200)),
+        ("1d", .seconds(86400)), ("0", .zero),
+    ])
+    func durationsAsPeopleWriteThem(text: String, expected: Duration) {
+        #expect(DurationText.parse(text) == expected)
+    }
+
+    @Test(arguments: ["", "m", "5 m", "-5m", "1.5h", "5w", "99999999999999999999"])
+    func anythingElseIsNoDuration(text: String) {
+        #expect(DurationText.parse(text) == nil)
+    }
+}

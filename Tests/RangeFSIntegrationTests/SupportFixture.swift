@@ -52,6 +52,13 @@ final class Fixture {
         return m
     }
 
+    /// A mount of `source` (a URL, not written anywhere), unmounted at teardown.
+    func prepare(source: String, cacheDir: URL? = nil, options: [String] = []) throws -> Mount {
+        let m = try Mount(binary: binary, source: source, workDir: try Scratch.makeDir("mount"), cacheDir: cacheDir, options: options)
+        mounts.append(m)
+        return m
+    }
+
     /// A fresh directory for a cache that outlives single mounts.
     func makeCacheDir() throws -> URL {
         let dir = workDir.appendingPathComponent("cache-\(UUID().uuidString.prefix(8).lowercased())")

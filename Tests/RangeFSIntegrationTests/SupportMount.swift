@@ -59,13 +59,19 @@ final class Mount {
     var logPath: String { (cacheDir as NSString).appendingPathComponent("rangefs.log") }
 
     /// Writes `manifest` into `workDir` and prepares (does not mount) a mount point.
-    init(binary: String, manifest: String, manifestName: String = "manifest.txt",
-         workDir: URL, cacheDir: URL? = nil, options: [String] = []) throws {
-        self.binary = binary
-        self.options = options
+    convenience init(binary: String, manifest: String, manifestName: String = "manifest.txt",
+                     workDir: URL, cacheDir: URL? = nil, options: [String] = []) throws {
         let manifestURL = workDir.appendingPathComponent(manifestName)
         try manifest.write(to: manifestURL, atomically: true, encoding: .utf8)
-        manifestPath = manifestURL.path
+        try self.init(binary: binary, source: manifestURL.path, workDir: workDir, cacheDir: cacheDir, options: options)
+    }
+
+    /// Prepares (does not mount) a mount point for `source`: a manifest's path or URL, or a web
+    /// directory's URL.
+    init(binary: String, source: String, workDir: URL, cacheDir: URL? = nil, options: [String] = []) throws {
+        self.binary = binary
+        self.options = options
+        manifestPath = source
         let mnt = workDir.appendingPathComponent("mnt-\(UUID().uuidString.prefix(8).lowercased())")
         try FileManager.default.createDirectory(at: mnt, withIntermediateDirectories: true)
         mountpoint = mnt.path

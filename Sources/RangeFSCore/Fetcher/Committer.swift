@@ -2,13 +2,14 @@ import Dispatch
 
 /// Makes cached data durable off the transfer thread, one file at a time:
 /// `fdatasync` first, then the bitmap in the database, so a crash can never mark a block
-/// present that is not on disk.
+/// present that is not on disk. The mount's other database writes (probed sizes, kept
+/// listings) go the same way, in order with the commits.
 public final class Committer: Sendable {
     private let queue = DispatchQueue(label: "rangefs.commit")
 
     public init() {}
 
-    func schedule(_ work: @escaping @Sendable () -> Void) {
+    public func schedule(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
     }
 

@@ -14,6 +14,8 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         case remoteChanged(String)
         /// The finished file is not what the manifest promised (a sha256 mismatch).
         case rejected(String)
+        /// A directory's page came, but is not a listing that can be read (the reason).
+        case unreadableListing(String)
         /// The read waited longer than the read deadline.
         case timedOut(Duration)
         /// The mount is going away; its transfers were stopped.
@@ -25,6 +27,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
             case .cache(let error): error.description
             case .remoteChanged(let why): "remote file changed (\(why))"
             case .rejected(let why): why
+            case .unreadableListing(let why): why
             case .timedOut(let deadline): "timed out after \(deadline)"
             case .unmounting: "unmounting"
             }

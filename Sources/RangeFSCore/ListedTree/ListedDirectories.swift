@@ -6,7 +6,8 @@ import Synchronization
 public enum ListingAnswer: Sendable {
     /// The held listing is current (`304`); the validator to keep.
     case unchanged(RemoteValidator?)
-    case listed([ListedChild], RemoteValidator?)
+    /// The children, the listing's validator, and the URL the page came from after redirects.
+    case listed([WebListingEntry], RemoteValidator?, from: URL)
 }
 
 /// Fetches the listing of one directory URL: its children, or why they could not be had.
@@ -205,13 +206,15 @@ public final class ListedDirectories: Sendable {
             switch answer {
             case .unchanged(let validator):
                 state.tree.confirm(path, at: now, validator: validator)
-            case .listed(let children, let validator):
-                refused = state.tree.record(children, at: path, validator: validator, listedAt: now)
+            case .listed(let children, let validator, let place):
+                refused = state.tree.record(children, at: path, from: place, validator: validator, listedAt: now)
             }
             return (refused, state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })
         }
         for (name, refusal) in refused {
-            logger.notice("\(ListedTree.join(path, name)): not shown, \(Self.describe(refusal))")
+            // An empty name: the directory's own page, which came from elsewhere.
+            let shown = name.isEmpty ? Self.name(path) : ListedTree.join(path, name)
+            logger.notice("\(shown): not shown, \(Self.describe(refusal))")
         }
         if let (url, listing) = stored { save(url, listing) }
     }

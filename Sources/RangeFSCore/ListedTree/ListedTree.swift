@@ -1,34 +1,15 @@
 import Foundation
 
-/// One name in a server's listing of a directory: a file or a directory below it.
-public struct ListedChild: Sendable, Equatable, Codable {
-    /// The name in the mount: the href's last segment, decoded and validated.
-    public var name: String
-    public var url: URL
-    public var isDirectory: Bool
-    /// Only when the listing states the size exactly; nil when it rounds ("1.2M") or says nothing.
-    public var size: UInt64?
-    public var modified: Date?
-
-    public init(name: String, url: URL, isDirectory: Bool, size: UInt64? = nil, modified: Date? = nil) {
-        self.name = name
-        self.url = url
-        self.isDirectory = isDirectory
-        self.size = size
-        self.modified = modified
-    }
-}
-
 /// One directory's listing as the cache database keeps it, so a remount (or a mount while the
 /// server is unreachable) shows the last known tree at once.
 public struct StoredListing: Sendable, Equatable, Codable {
-    public var children: [ListedChild]
+    public var children: [WebListingEntry]
     /// The listing's ETag / Last-Modified, asked again with `If-None-Match` / `If-Modified-Since`.
     public var validator: RemoteValidator?
     /// When the server last gave or confirmed it.
     public var listedAt: Date
 
-    public init(children: [ListedChild], validator: RemoteValidator?, listedAt: Date) {
+    public init(children: [WebListingEntry], validator: RemoteValidator?, listedAt: Date) {
         self.children = children
         self.validator = validator
         self.listedAt = listedAt
@@ -46,7 +27,7 @@ struct ListedTree {
         /// 0 for the root.
         let depth: Int
         /// What its listing showed (refused children left out); nil until listed.
-        var children: [ListedChild]?
+        var children: [WebListingEntry]?
         var validator: RemoteValidator?
         /// When the server last gave or confirmed the listing.
         var listedAt: Date?
@@ -71,12 +52,16 @@ struct ListedTree {
     private(set) var directories: [String: Directory]
     /// The path each shown directory URL has, to refuse a second path to it.
     private var pathByURL: [String: String]
+    /// The root's URL, and where its page came from when a redirect led elsewhere: a directory
+    /// is in the tree when its URL lies below one of them.
+    private var rootKeys: [String]
 
     init(root: URL, maxDepth: Int = 32) {
         self.root = root
         self.maxDepth = maxDepth
         directories = ["": Directory(url: root, depth: 0, children: nil)]
         pathByURL = [Self.key(root): ""]
+        rootKeys = [Self.key(root)]
     }
 
     func isListed(_ path: String) -> Bool {
@@ -118,11 +103,21 @@ struct ListedTree {
         directories[path]?.url
     }
 
-    /// Records the listing of the directory at `path`, replacing an earlier one. Child
-    /// directories become known (not listed); returns those refused, by name, for the log.
-    mutating func record(_ children: [ListedChild], at path: String, validator: RemoteValidator? = nil,
-                         listedAt: Date = Date()) -> [(name: String, refusal: Refusal)] {
+    /// Records the listing of the directory at `path` (its page came from `place`, after
+    /// redirects), replacing an earlier one. Child directories become known (not listed);
+    /// returns those refused, by name, for the log. A page that came from outside the root or
+    /// from a directory shown elsewhere (a redirect back up) lists nothing here: refused with
+    /// an empty name.
+    mutating func record(_ children: [WebListingEntry], at path: String, from place: URL? = nil,
+                         validator: RemoteValidator? = nil, listedAt: Date = Date()) -> [(name: String, refusal: Refusal)] {
         guard let directory = directories[path] else { return [] }
+        if let place, Self.key(place) != Self.key(directory.url) {
+            if let refusal = refusal(ofPlace: place, forPath: path) {
+                return record([], at: path, validator: validator, listedAt: listedAt) + [("", refusal)]
+            }
+            // The root's page lives elsewhere (`/music` → `/media/music/`): its links lead there.
+            if path.isEmpty, !rootKeys.contains(Self.key(place)) { rootKeys.append(Self.key(place)) }
+        }
         // Directories of the earlier listing that are gone from this one go, with what is below them.
         if let earlier = directory.children {
             let kept = Set(children.filter(\.isDirectory).map(\.name))
@@ -130,7 +125,7 @@ struct ListedTree {
                 forget(Self.join(path, child.name))
             }
         }
-        var shown: [ListedChild] = []
+        var shown: [WebListingEntry] = []
         var refused: [(String, Refusal)] = []
         for child in children {
             do throws(EntryPathError) {
@@ -160,10 +155,21 @@ struct ListedTree {
         return refused
     }
 
-    private func refusal(of child: ListedChild, at childPath: String, depth: Int) -> Refusal? {
+    /// Why a directory's page may not come from `place`, or nil when it may.
+    private func refusal(ofPlace place: URL, forPath path: String) -> Refusal? {
+        let key = Self.key(place)
+        if let shownAt = pathByURL[key], shownAt != path { return .alreadyShown(at: shownAt) }
+        return path.isEmpty || isBelowTheRoot(key) ? nil : .outsideTheRoot
+    }
+
+    private func isBelowTheRoot(_ key: String) -> Bool {
+        rootKeys.contains { key.hasPrefix($0) && key != $0 }
+    }
+
+    private func refusal(of child: WebListingEntry, at childPath: String, depth: Int) -> Refusal? {
         let key = Self.key(child.url)
         if let shownAt = pathByURL[key], shownAt != childPath { return .alreadyShown(at: shownAt) }
-        guard key.hasPrefix(Self.key(root)), key != Self.key(root) else { return .outsideTheRoot }
+        guard isBelowTheRoot(key) else { return .outsideTheRoot }
         return depth > maxDepth ? .tooDeep : nil
     }
 
