@@ -96,7 +96,8 @@ struct MountRunner {
         }
         let known = directories?.snapshot
         let manifest = known.map { $0.manifest.addingHeaders(loader.headers) } ?? self.manifest
-        let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits, environment: environment)
+        let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits,
+                                      statedSizesAreExact: listing != nil, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         shownBox.withLock { $0 = (catalog, prefetcher) }
         let refresher = directories.map { directories in

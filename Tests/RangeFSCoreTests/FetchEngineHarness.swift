@@ -45,7 +45,8 @@ final class FetchEngineHarness {
     convenience init(files: [String: [UInt8]], entries: [String]? = nil, paths: [(path: String, name: String)]? = nil,
                      urls: [String: URL] = [:], sha256: [String: String] = [:],
                      policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
-                     prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch) throws {
+                     prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
+                     statedSizesAreExact: Bool = false) throws {
         let server = try FaultServer()
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
         let pairs = paths ?? (entries ?? files.keys.sorted()).map { (path: $0, name: $0) }
@@ -54,12 +55,13 @@ final class FetchEngineHarness {
                           sha256: sha256[pair.name], line: line + 1)
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
-                      manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch)
+                      manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch,
+                      statedSizesAreExact: statedSizesAreExact)
     }
 
     /// A mount of `manifest` over the cache at `cachePath` (created if need be).
     private init(server: FaultServer, cachePath: String, manifest: Manifest, policy: FetchPolicy, limits: CacheLimits,
-                 prefetch: Prefetcher.Configuration) throws {
+                 prefetch: Prefetcher.Configuration, statedSizesAreExact: Bool) throws {
         self.server = server
         self.policy = policy
         self.limits = limits
@@ -72,7 +74,8 @@ final class FetchEngineHarness {
         client = CurlClient(configuration: clientConfiguration, logger: logger)
         let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
                                            policy: policy, logger: logger)
-        catalog = try FileCatalog(manifest: manifest, blockSize: Self.blockSize, limits: limits, environment: environment)
+        catalog = try FileCatalog(manifest: manifest, blockSize: Self.blockSize, limits: limits,
+                                  statedSizesAreExact: statedSizesAreExact, environment: environment)
         prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
         mount = RunningMount(mountpoint: "/mnt/test", catalog: catalog, prefetcher: prefetcher)
     }
@@ -84,7 +87,7 @@ final class FetchEngineHarness {
         catalog.shutdown()
         closed = true
         return try FetchEngineHarness(server: server, cachePath: directory.path, manifest: catalog.manifest, policy: policy,
-                                      limits: limits, prefetch: prefetcher.configuration)
+                                      limits: limits, prefetch: prefetcher.configuration, statedSizesAreExact: catalog.statedSizesAreExact)
     }
 
     func close() {

@@ -56,7 +56,7 @@ struct ListedMountTests {
 
         convenience init(files: [String: [UInt8]], listings: (FaultServer) -> [String: Result<[WebListingEntry], FetchError>],
                          delay: Double = 0, settings: ListedDirectories.Settings = ListedDirectories.Settings()) throws {
-            let engine = try FetchEngineHarness(files: files, entries: [])
+            let engine = try FetchEngineHarness(files: files, entries: [], statedSizesAreExact: true)
             try self.init(engine: engine, lister: TableLister(listings(engine.server), delay: delay), settings: settings)
         }
 
@@ -213,5 +213,30 @@ struct ListedMountTests {
         #expect(FilesystemHarness.eventually(timeout: 10) {
             (try? mount.names(of: Namespace.rootInode)) == ["new.mp3"]
         })
+    }
+
+    /// `ls -l` and `find` of a listing that states sizes cost no request per file; opening one
+    /// asks its size, and a size that changed since the listing makes the kernel ask again.
+    @Test func sizesTheListingStatesAreShownWithoutARequestUntilTheFileIsOpened() throws {
+        let mount = try ListedHarness(files: ["intro.mp3": Self.song, "song.mp3": Self.song], listings: { server in
+            [server.url("top/").absoluteString: .success([
+                WebListingEntry(name: "intro.mp3", url: server.url("intro.mp3"), isDirectory: false, size: 100_000),
+                WebListingEntry(name: "stale.mp3", url: server.url("song.mp3"), isDirectory: false, size: 5),
+            ])]
+        })
+        let kernel = RecordingKernel()
+        mount.filesystem.attach(kernel)
+        #expect(try mount.names(of: Namespace.rootInode) == ["intro.mp3", "stale.mp3"])
+        let intro = try #require(try mount.lookup("intro.mp3").value)
+        let stale = try #require(try mount.lookup("stale.mp3").value)
+        #expect(intro.size == 100_000 && stale.size == 5, "as the listing states")
+        #expect(mount.engine.server.requests.filter { $0.method == "HEAD" }.isEmpty, "no request per file")
+
+        let opened = try FilesystemHarness.wait { mount.filesystem.open(stale.inode, flags: O_RDONLY, completion: $0) }.get()
+        #expect(try FilesystemHarness.wait { mount.filesystem.attributes(of: stale.inode, completion: $0) }.get().size == 100_000,
+                "the server's size once asked")
+        #expect(FilesystemHarness.eventually(timeout: 5) { kernel.recorded.inodes.contains(stale.inode) },
+                "the kernel is told to forget the listing's size")
+        _ = mount.filesystem.release(handle: opened.handle)
     }
 }

@@ -20,7 +20,8 @@ extension FileCatalog {
     /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory
     /// too large to probe when opened: the sizes of the next names are found while this one is.
     public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree) {
-        guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil else { return }
+        guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil,
+              statedAttributes(ofEntry: index) == nil else { return }
         let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)
         discoverSizes(ofEntries: next.compactMap(tree.catalogIndex(of:)))
     }
@@ -28,7 +29,7 @@ extension FileCatalog {
     /// Starts size discovery, at listing priority, for entries whose names are about to be
     /// looked up. Entries with a known size cost nothing.
     public func discoverSizes(ofEntries indices: some Sequence<Int>) {
-        for index in indices where knownFile(forEntry: index) == nil {
+        for index in indices where knownFile(forEntry: index) == nil && statedAttributes(ofEntry: index) == nil {
             file(forEntry: index, priority: .listing) { _ in }
         }
     }

@@ -25,6 +25,10 @@ public final class FileCatalog: Sendable {
     let environment: FetchEnvironment
     /// The mount's counters.
     public var metrics: MountMetrics { environment.metrics }
+    /// The sizes entries state are the server's own (a web directory's listing): `stat`, `ls -l`
+    /// and `find` are answered from them without a request; the file's own size is asked only
+    /// when it is opened. Off for manifests, whose stated sizes may be stale or wrong.
+    public let statedSizesAreExact: Bool
     let files: SizeDiscovery
     let eviction: CacheEviction
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
@@ -43,8 +47,9 @@ public final class FileCatalog: Sendable {
     }
 
     public init(manifest: Manifest, blockSize: UInt64, limits: CacheLimits = CacheLimits(),
-                environment: FetchEnvironment) throws {
+                statedSizesAreExact: Bool = false, environment: FetchEnvironment) throws {
         precondition(blockSize > 0, "block size must be positive")
+        self.statedSizesAreExact = statedSizesAreExact
         table = Mutex(EntryTable(all: manifest, active: Array(manifest.entries.indices)))
         self.environment = environment
         let records = try environment.store.allRecords()
@@ -126,6 +131,15 @@ public final class FileCatalog: Sendable {
     /// The file for an entry if its size is already known, without waiting.
     public func knownFile(forEntry index: Int) -> CachedFile? {
         files.loadedFile(manifest.entries[index].urlString)
+    }
+
+    /// The size and time the entry states, when they may be shown before the file's size is
+    /// asked (`statedSizesAreExact`) and it has not been asked yet.
+    public func statedAttributes(ofEntry index: Int) -> (size: UInt64, modified: Date?)? {
+        guard statedSizesAreExact else { return nil }
+        let entry = manifest.entries[index]
+        guard let size = entry.size, files.loadedFile(entry.urlString) == nil, files.storedRecord(entry.urlString) == nil else { return nil }
+        return (size, entry.modified)
     }
 
     /// The total size of the files whose size is known, for `statfs`.

@@ -94,6 +94,11 @@ public final class MountedFilesystem: Sendable {
         }
     }
 
+    private func forgetAttributes(of inode: InodeNumber) {
+        guard let kernel = attachedKernel else { return }
+        notifications.async { kernel.invalidate(inode: inode) }
+    }
+
     /// A remote file changed: the kernel must drop its cached size and pages of every path that shows it.
     private func forgetKernelCopy(of url: URL) {
         guard let kernel = attachedKernel else { return }
@@ -143,6 +148,10 @@ public final class MountedFilesystem: Sendable {
         guard let index = tree.catalogIndex(of: node) else {
             return completion(.success(.directory(node.inode, ownership: ownership, mountTime: mountTime)))
         }
+        if let stated = catalog.statedAttributes(ofEntry: index) {
+            return completion(.success(.file(node.inode, size: stated.size, modified: stated.modified,
+                                             ownership: ownership, mountTime: mountTime)))
+        }
         catalog.file(forEntry: index) { [self] result in
             completion(result.map { file in
                 .file(node.inode, size: file.layout.fileSize, modified: catalog.modified(ofEntry: index, file: file),
@@ -180,7 +189,13 @@ public final class MountedFilesystem: Sendable {
         guard let node = tree.namespace.node(inode) else { return completion(.failure(FilesystemError(.noSuchEntry))) }
         guard let index = tree.catalogIndex(of: node) else { return completion(.failure(FilesystemError(.isADirectory))) }
         guard flags & O_ACCMODE == O_RDONLY else { return completion(.failure(FilesystemError(.readOnly))) }
+        let stated = catalog.statedAttributes(ofEntry: index)
         catalog.open(entry: index) { [self] result in
+            // The kernel was told the listing's size; the server's own differs (the file changed
+            // since it was listed): it must ask again.
+            if case .success(let file) = result, let stated, stated.size != file.file.layout.fileSize {
+                forgetAttributes(of: inode)
+            }
             completion(result.map { file in
                 let kernel = attachedKernel
                 let mode = readPaths.mode(forOpening: inode, of: file.file, kernel: kernel)
