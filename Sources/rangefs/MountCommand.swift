@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount the files of a manifest at a directory.",
+        abstract: "Mount a web directory, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -21,6 +21,13 @@ struct MountCommand: ParsableCommand {
         'mount -t fuse.rangefs' and /etc/fstab start rangefs, through mount.fuse3, which looks \
         for rangefs on the standard PATH (install it in /usr/local/bin or /usr/bin).
 
+        A URL ending in '/' (or any URL with --format index) is a web directory: the server's own \
+        listing (nginx, Apache, lighttpd, Python's http.server, any page of links) is mounted, \
+        the top directory at once and every other directory when first looked at. Listings are \
+        kept in the cache and shown at once by the next mount, also offline; one older than \
+        --dir-cache-time is checked again when next looked at, and 'rangefs refresh' lists every \
+        directory seen again.
+
         The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
         line, or PATH<TAB>URL), JSON or YAML (a list of entries with url and optional path, size, \
         sha256, headers, mtime), an M3U/M3U8 playlist, or a podcast RSS feed. The format is \
@@ -30,6 +37,7 @@ struct MountCommand: ParsableCommand {
         'rangefs refresh' reads the manifest again from the same place, in the same format.
 
         Examples:
+          rangefs mount https://example.com/music/ /mnt/music
           rangefs mount media.txt /mnt/media
           rangefs mount https://example.com/podcast/feed.rss /mnt/podcast
           rangefs mount --format m3u --header 'Authorization: Bearer TOKEN' \\
@@ -44,7 +52,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "The manifest: a file or an http(s) URL (text, JSON, YAML, M3U or RSS).")
+    @Argument(help: "A web directory's URL (ending in '/'), or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U or RSS).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
