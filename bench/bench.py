@@ -50,6 +50,7 @@ STREAM_BYTES_PER_SECOND = 24_000
 TTFB_OFFSET = 400 * MiB
 SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
 MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
+WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory; web/tree: 10,000 files
 
 
 class BenchError(Exception):
@@ -245,7 +246,9 @@ class Context:
         return self.work / "manifests" / f"{link}-{name}.txt"
 
     # -- mounting
-    def mount(self, system, link, prefetch="opened", manifest="main", cache=None):
+    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False):
+        """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
+        httpdirfs always do, instead of on a manifest."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
@@ -253,8 +256,8 @@ class Context:
         cache.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         if system == "rangefs":
-            cmd = [self.rangefs, "mount", str(self.manifest(link, manifest)), str(mnt),
-                   "--cache-dir", str(cache), "--prefetch", prefetch]
+            source = self.links[link] + "/" if listing else str(self.manifest(link, manifest))
+            cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
         elif system == "rclone":
             cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", self.links[link] + "/",
                    "--config", str(self.work / "rclone.conf"), "--read-only",
@@ -416,6 +419,25 @@ def generate_data():
     return files
 
 
+def ensure_web_tree():
+    """The web directory rows' trees (hard links to the small files), made the first time
+    they are missing: web/wide holds 1,000 files, web/tree 100 directories of 100."""
+    marker = WWW / "web" / ".complete"
+    if marker.exists():
+        return
+    log("generating web/ (once)")
+    shutil.rmtree(WWW / "web", ignore_errors=True)
+    (WWW / "web" / "wide").mkdir(parents=True)
+    for i in range(WEB_WIDE):
+        os.link(WWW / f"small/f{i % 100:03d}.bin", WWW / f"web/wide/f{i:04d}.bin")
+    for d in range(WEB_DIRS):
+        (WWW / f"web/tree/d{d:02d}").mkdir(parents=True)
+        for j in range(WEB_PER_DIR):
+            os.link(WWW / f"small/f{j:03d}.bin", WWW / f"web/tree/d{d:02d}/f{j:02d}.bin")
+    os.system(f"chmod -R a+rX {WWW / 'web'}")
+    marker.write_text("ok\n")
+
+
 def ensure_stream_file(files):
     """The streaming row's MP3 (192 kb/s, 10 min), generated the first time it is missing."""
     path = WWW / STREAM
@@ -528,6 +550,13 @@ class LogMark:
     def __init__(self, ctx, link):
         self.path = ctx.logs[link]
         self.offset = self.path.stat().st_size if self.path.exists() else 0
+
+    def requests(self):
+        """Requests nginx logged after this mark."""
+        time.sleep(0.5)   # nginx logs a request when it ends
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            return len(f.read().splitlines())
 
     def bytes_sent(self, uri_path):
         time.sleep(0.5)   # nginx logs a request when it ends; connections have just closed
@@ -1376,6 +1405,64 @@ def rows_many(ctx):
     return rows
 
 
+def rows_web(ctx, link):
+    """A web directory mounted by its URL, as each tool mounts nginx's autoindex listings."""
+    n = ctx.args.repeats
+    wide, tree = "web/wide", "web/tree"
+    cold = Row(f"web-ls-{link}", f"web directory: mount, then ls -la of a {WEB_WIDE:,}-file directory ({link})", "ms",
+               "lower", "curl of that directory's listing page", link,
+               note="From the start of the mount command to the end of ls -la, cache empty, --prefetch none.")
+    again = Row(f"web-ls-again-{link}", f"web directory: the same after a remount on the same cache ({link})", "ms",
+                "lower", "curl of that directory's listing page", link)
+    walk = Row(f"web-find-{link}", f"web directory: find -type f of a {WEB_DIRS * WEB_PER_DIR:,}-file tree ({link})", "s",
+               "lower", f"curl of its {WEB_DIRS + 1} listing pages (one process)", link)
+    sent = Row(f"web-find-requests-{link}", f"web directory: requests sent for that walk ({link})", "requests",
+               "lower", "its listing pages", link)
+    rows = [cold, again, walk, sent]
+    page = [ctx.url(link, wide + "/")]
+    pages = [ctx.url(link, tree + "/")] + [ctx.url(link, f"{tree}/d{d:02d}/") for d in range(WEB_DIRS)]
+    measure_cell(cold, "baseline", lambda: median([timed(["curl", "-sS", "--fail", "-o", "/dev/null"] + page, 60)[0]
+                                                   for _ in range(n)]) * 1000)
+    again.values["baseline"] = cold.values["baseline"]
+    measure_cell(walk, "baseline", lambda: median([timed(["curl", "-sS", "--fail"] + sum((["-o", "/dev/null", u] for u in pages), []), 300)[0]
+                                                   for _ in range(n)]))
+    sent.values["baseline"] = float(len(pages))
+
+    def ls_wide(m):
+        seconds, result = timed(["ls", "-la", m.path(wide)], 600)
+        files = [l for l in result.stdout.splitlines() if l.startswith("-")]
+        if len(files) != WEB_WIDE:
+            raise BenchError(f"ls -la listed {len(files)} files, expected {WEB_WIDE}")
+        return seconds
+
+    for name in systems(ctx):
+        try:
+            t_cold, t_again, t_walk, requests = [], [], [], []
+            for _ in range(n):
+                cache = ctx.new_dir("cache", f"{name}-web")
+                with mounted(ctx, name, link, prefetch="none", listing=True, cache=cache, keep_cache=True) as m:
+                    t_cold.append(m.mount_seconds + ls_wide(m))
+                with mounted(ctx, name, link, prefetch="none", listing=True, cache=cache) as m:
+                    t_again.append(m.mount_seconds + ls_wide(m))
+                with mounted(ctx, name, link, prefetch="none", listing=True) as m:
+                    mark = LogMark(ctx, link)
+                    seconds, result = timed(["find", m.path(tree), "-type", "f"], 1200)
+                    count = len(result.stdout.splitlines())
+                    if count != WEB_DIRS * WEB_PER_DIR:
+                        raise BenchError(f"find found {count} files, expected {WEB_DIRS * WEB_PER_DIR}")
+                    t_walk.append(seconds)
+                    requests.append(mark.requests())
+            cold.values[name], again.values[name] = median(t_cold) * 1000, median(t_again) * 1000
+            walk.values[name], sent.values[name] = median(t_walk), float(median(requests))
+            log(f"  web [{name}] ls {cold.values[name]:.0f} ms, again {again.values[name]:.0f} ms, "
+                f"find {walk.values[name]:.2f} s with {sent.values[name]:.0f} requests")
+        except BenchError as error:
+            for row in rows:
+                row.values.setdefault(name, f"n/a: {error}")
+            log(f"  web [{name}] n/a: {error}")
+    return rows
+
+
 # ----------------------------------------------------------------------------- output
 
 COLUMNS = ("rangefs", "baseline", "ratio", "target", "rclone", "httpdirfs")
@@ -1614,7 +1701,7 @@ def write_chart(rows, path):
 
 # ----------------------------------------------------------------------------- main
 
-GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many"]
+GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web"]
 PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many"}   # "stream" uses its own link
 
 
@@ -1680,6 +1767,7 @@ def main():
         for sub in ("mnt", "cache"):
             shutil.rmtree(ctx.work / sub, ignore_errors=True)
         ctx.files = ensure_stream_file(generate_data())
+        ensure_web_tree()
         write_manifests(ctx)
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT} (limit_rate {args.rate}); "
@@ -1695,6 +1783,7 @@ def main():
             "prefetch": lambda l: row_prefetch(ctx, l),
             "rss": lambda l: row_rss_sparse(ctx),
             "many": lambda l: rows_many(ctx),
+            "web": lambda l: rows_web(ctx, l),
             "stream": lambda l: rows_streaming(ctx),
         }
         for group in GROUPS:

@@ -239,4 +239,57 @@ struct ListedMountTests {
                 "the kernel is told to forget the listing's size")
         _ = mount.filesystem.release(handle: opened.handle)
     }
+
+    /// `find` opens a directory's subdirectories one after another: opening one lists the next
+    /// ones too, and a directory a caller waits for goes before those listed ahead.
+    @Test func openingADirectoryListsItsNextSiblingsAhead() throws {
+        let mount = try ListedHarness(files: [:], listings: { server in
+            var table: [String: Result<[WebListingEntry], FetchError>] = [:]
+            let names = (0..<10).map { "d\($0)" }
+            table[server.url("top/").absoluteString] = .success(names.map {
+                WebListingEntry(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
+            })
+            for name in names { table[server.url("top/\(name)/").absoluteString] = .success([]) }
+            return table
+        })
+        #expect(try mount.names(of: Namespace.rootInode).count == 10)
+        let d0 = try #require(try mount.lookup("d0").value)
+        #expect(try mount.names(of: d0.inode).isEmpty)
+        let listedAhead = { Set(mount.lister.askedURLs.map { URL(string: $0)!.lastPathComponent }) }
+        #expect(FilesystemHarness.eventually(timeout: 5) { listedAhead().isSuperset(of: ["d1", "d2", "d3", "d4"]) },
+                "\(listedAhead())")
+        #expect(!listedAhead().contains("d5"))
+        let asked = mount.lister.askedURLs.count
+        let d1 = try #require(try mount.lookup("d1").value)
+        #expect(try mount.names(of: d1.inode).isEmpty)
+        #expect(FilesystemHarness.eventually(timeout: 5) { listedAhead().contains("d5") })
+        #expect(mount.lister.askedURLs.filter { $0.hasSuffix("/d1/") }.count == 1, "d1 was listed once, ahead of need")
+        #expect(mount.lister.askedURLs.count <= asked + 1)
+    }
+
+    /// A walk that opens each directory as `find` does finds every file, however the listings
+    /// asked for ahead and the ones waited for interleave (each answer is shown before the
+    /// directory opens).
+    @Test(arguments: 0..<5)
+    func aWalkFindsEveryFileWhileListingsRunAhead(round: Int) throws {
+        let mount = try ListedHarness(files: [:], listings: { server in
+            var table: [String: Result<[WebListingEntry], FetchError>] = [:]
+            let directories = (0..<20).map { "d\($0)" }
+            table[server.url("top/").absoluteString] = .success(directories.map {
+                WebListingEntry(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
+            })
+            for directory in directories {
+                table[server.url("top/\(directory)/").absoluteString] = .success((0..<5).map {
+                    WebListingEntry(name: "f\($0)", url: server.url("\(directory)-f\($0)"), isDirectory: false, size: 1)
+                })
+            }
+            return table
+        }, delay: Double(round) * 0.002)
+        var found = 0
+        for name in try mount.names(of: Namespace.rootInode) {
+            let directory = try #require(try mount.lookup(name).value)
+            found += try mount.names(of: directory.inode).count
+        }
+        #expect(found == 100)
+    }
 }

@@ -172,7 +172,19 @@ public final class MountedFilesystem: Sendable {
             catalog.directoryOpened(inode, in: current)
             completion(.success(()))
         }
+        listSiblingsAhead(of: node)
     }
+
+    /// Directories a walk will open next are listed while it reads this one.
+    private func listSiblingsAhead(of node: NamespaceNode) {
+        guard let directories else { return }
+        let namespace = current.namespace
+        let next = namespace.siblings(after: node, count: Self.siblingsListedAhead).filter(\.isDirectory)
+        directories.listAhead(next.map { EntryPath(trustedComponents: namespace.path(of: $0).split(separator: "/").map(String.init)) })
+    }
+
+    /// As many as the listings in flight: a walk then keeps them all busy.
+    static let siblingsListedAhead = 4
 
     public func listDirectory(_ inode: InodeNumber) -> Result<DirectoryListing, FilesystemError> {
         let namespace = current.namespace

@@ -35,6 +35,13 @@ public final class ListedDirectories: Sendable {
         var waiting: [String: [Completion]] = [:]
         var queue: [String] = []
         var inFlight = 0
+        /// Listings recorded so far: the number of the latest.
+        var recorded = 0
+        /// Listed, but the mount does not show that listing yet (by the number of its record):
+        /// a caller waits for the show.
+        var unshown: [String: Int] = [:]
+        /// Callers answered once the mount shows a tree with the record of that number.
+        var waitingForShow: [(record: Int, completion: Completion)] = []
     }
 
     public struct Settings: Sendable {
@@ -91,9 +98,14 @@ public final class ListedDirectories: Sendable {
         let key = path?.description ?? ""
         let now = Date()
         let maxAge = settings.maxAge.timeInterval
-        enum Next { case answer, wait, answerAndRevalidate }
+        enum Next { case answer, wait, answerAndRevalidate, waitForShow }
         let next = state.withLock { state -> Next in
             guard state.tree.url(of: key) != nil else { return .answer }
+            if let record = state.unshown[key] {
+                // The show that has it is on its way (`finished` queued it).
+                state.waitingForShow.append((record, completion))
+                return .waitForShow
+            }
             if state.tree.isListed(key) {
                 // Stale: asked again in the background (once), the caller goes on with what is known.
                 guard state.tree.isStale(key, now: now, maxAge: maxAge), state.waiting[key] == nil else { return .answer }
@@ -103,9 +115,15 @@ public final class ListedDirectories: Sendable {
             }
             if state.waiting[key] != nil {
                 state.waiting[key]!.append(completion)
+                // Queued ahead of need: someone waits for it now, so it goes first.
+                if let queued = state.queue.firstIndex(of: key) {
+                    state.queue.remove(at: queued)
+                    state.queue.insert(key, at: 0)
+                }
             } else {
                 state.waiting[key] = [completion]
-                state.queue.append(key)
+                // Before the listings asked for ahead of need.
+                state.queue.insert(key, at: 0)
             }
             return .wait
         }
@@ -114,10 +132,29 @@ public final class ListedDirectories: Sendable {
             completion(.success(()))
         case .wait:
             startQueued()
+        case .waitForShow:
+            break
         case .answerAndRevalidate:
             completion(.success(()))
             startQueued()
         }
+    }
+
+    /// Lists these directories ahead of need, after any a caller waits for: a walk (`find`,
+    /// `du`, `ls -R`) opens a directory's subdirectories one after another, and listing the
+    /// next ones while it reads this one keeps several round trips in flight.
+    public func listAhead(_ paths: [EntryPath]) {
+        let queued = state.withLock { state -> Bool in
+            var queued = false
+            for path in paths.map(\.description) where state.waiting[path] == nil {
+                guard state.tree.url(of: path) != nil, !state.tree.isListed(path) else { continue }
+                state.waiting[path] = []
+                state.queue.append(path)
+                queued = true
+            }
+            return queued
+        }
+        if queued { startQueued() }
     }
 
     /// Lists every listed directory again (`rangefs refresh`), waiting at most `timeout`; a
@@ -146,7 +183,22 @@ public final class ListedDirectories: Sendable {
 
     /// Shows the tree as it is now, after every change queued before (for `rangefs refresh`).
     public func showNow() {
-        publisher.sync { onChange(snapshot) }
+        publisher.sync { show() }
+    }
+
+    /// Shows the tree as it is, then answers the callers who waited for a listing in it. Runs
+    /// on `publisher` only, so trees are shown in the order they were known.
+    private func show() {
+        let (shownRecord, snapshot) = state.withLock { ($0.recorded, $0.tree.snapshot(source: source)) }
+        onChange(snapshot)
+        // Only now is it shown; what was recorded since waits for the next show.
+        let answered = state.withLock { state in
+            state.unshown = state.unshown.filter { $0.value > shownRecord }
+            let (shown, later) = state.waitingForShow.partitioned { $0.record <= shownRecord }
+            state.waitingForShow = later
+            return shown
+        }
+        for waiter in answered { waiter.completion(.success(())) }
     }
 
     // MARK: Listing
@@ -177,17 +229,23 @@ public final class ListedDirectories: Sendable {
     }
 
     private func finished(_ path: String, _ result: Result<ListingAnswer, FetchError>) {
+        if case .success(let answer) = result {
+            // Recorded, and its callers moved to wait for the show, at once: a look in between
+            // neither lists it again nor finds it listed before the mount shows it.
+            record(answer, at: path) { state, record in
+                state.inFlight -= 1
+                state.waitingForShow += (state.waiting.removeValue(forKey: path) ?? []).map { (record, $0) }
+            }
+            publisher.async { [self] in show() }
+            return startQueued()
+        }
         let (waiting, wasListed) = state.withLock { state in
             state.inFlight -= 1
             return (state.waiting.removeValue(forKey: path) ?? [], state.tree.isListed(path))
         }
         switch result {
-        case .success(let answer):
-            record(answer, at: path)
-            publisher.async { [self] in
-                onChange(snapshot)
-                for completion in waiting { completion(.success(())) }
-            }
+        case .success:
+            preconditionFailure("handled above")
         case .failure(let error) where wasListed:
             // A stale listing that could not be checked stays shown; the next look asks again.
             logger.warning("cannot check the listing of \(Self.name(path)) again, showing what was known: \(error)")
@@ -199,9 +257,14 @@ public final class ListedDirectories: Sendable {
         startQueued()
     }
 
-    private func record(_ answer: ListingAnswer, at path: String) {
+    /// Records a listing (or its confirmation) and, under the same lock, does `alsoLocked`;
+    /// the mount shows it at the next `show()`.
+    private func record(_ answer: ListingAnswer, at path: String, alsoLocked: (inout State, Int) -> Void = { _, _ in }) {
         let now = Date()
         let (refused, stored) = state.withLock { state in
+            state.recorded += 1
+            state.unshown[path] = state.recorded
+            alsoLocked(&state, state.recorded)
             var refused: [(name: String, refusal: ListedTree.Refusal)] = []
             switch answer {
             case .unchanged(let validator):
@@ -230,5 +293,16 @@ public final class ListedDirectories: Sendable {
         case .alreadyShown(let path): "it links to a directory shown as \(path.isEmpty ? "the top" : path)"
         case .tooDeep: "it is deeper than the deepest directory shown"
         }
+    }
+}
+
+extension Array {
+    /// The elements for which `belongs` holds, and the others, each in order.
+    func partitioned(_ belongs: (Element) -> Bool) -> ([Element], [Element]) {
+        var yes: [Element] = [], no: [Element] = []
+        for element in self {
+            if belongs(element) { yes.append(element) } else { no.append(element) }
+        }
+        return (yes, no)
     }
 }
