@@ -28,7 +28,7 @@ public final class CachedFile: Sendable {
     /// `evictIfIdle` under it) → this lock → leaf locks only: `CacheBudget.counters` (background
     /// reservations in `fetchNextMissing`) and, when the data file vanished behind our back
     /// (`openDataFile`), the catalog's `evictionScheduled` (via `cachedBytesChanged`) and the
-    /// metadata store's commit queue (`forgetLostData`). The plan's actions — replies, requests, events — run after it is released.
+    /// metadata store's commit queue (`forgetLostData`), and `HostRates` (a reader's look-up). The plan's actions — replies, requests, events — run after it is released.
     let state: Mutex<State>
 
     struct State {
@@ -142,7 +142,10 @@ public final class CachedFile: Sendable {
             } catch {
                 return [.fail(completion, FetchError("\(error)", cause: error as? CacheError))]
             }
-            return state.plan.read(bytes, readAhead: readAhead, now: now, completion: completion)
+            let host = HostRates.host(of: state.plan.source.requestURL(origin: url))
+            return state.plan.read(bytes, readAhead: readAhead, now: now,
+                                   hostBytesPerSecond: environment.hostRates.bytesPerSecond(host: host, at: now),
+                                   completion: completion)
         }
     }
 

@@ -1,0 +1,33 @@
+import Foundation
+import Synchronization
+
+/// How fast a request to each host brought its bytes lately, for a reader that must choose
+/// between waiting for a running transfer of unknown speed and asking for its bytes itself
+/// (`FilePlan.isComingSoon`). Only transfers started for readers are measured: background
+/// transfers stand still whenever a reader waits, so their pace says little about the link.
+final class HostRates: Sendable {
+    /// A measurement older than this says nothing about the link now.
+    static let lifetime: Duration = .seconds(30)
+
+    /// Bytes per second by host, and when measured. A leaf lock: nothing is called while it is
+    /// held, so it may be taken under a file's lock (`CachedFile.state`).
+    private let rates = Mutex<[String: (bytesPerSecond: Double, at: ContinuousClock.Instant)]>([:])
+
+    /// What tells hosts apart: scheme, host and port.
+    static func host(of url: URL) -> String {
+        "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port.map(String.init) ?? "")"
+    }
+
+    /// A transfer from `host` moves at `bytesPerSecond` now (its latest measure replaces the last).
+    func record(_ bytesPerSecond: Double, host: String, at now: ContinuousClock.Instant) {
+        rates.withLock { $0[host] = (bytesPerSecond, now) }
+    }
+
+    /// The host's recent speed, or nil when none was measured lately.
+    func bytesPerSecond(host: String, at now: ContinuousClock.Instant) -> Double? {
+        rates.withLock { rates in
+            guard let rate = rates[host], now - rate.at <= Self.lifetime else { return nil }
+            return rate.bytesPerSecond
+        }
+    }
+}
