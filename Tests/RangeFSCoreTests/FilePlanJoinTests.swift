@@ -54,9 +54,15 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
         JoinCase(name: "host known slow (96 KB/s), a reader's transfer of unknown speed: cut, own request",
                  started: .forReader, readAt: far, hostBytesPerSecond: 96 * 1024,
                  expected: ["log debug", farBlock, "wait #1"]),
-        JoinCase(name: "the transfer's own speed (slow) goes before the host's (fast)",
+        JoinCase(name: "a reader's transfer: its own speed (slow) goes before its host's (fast)",
+                 started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
+                 hostBytesPerSecond: 50_000_000, expected: ["log debug", farBlock, "wait #1"]),
+        JoinCase(name: "background work, slow while held back, on a fast host: waits, as it moves at its host's pace once raised",
                  started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
-                 hostBytesPerSecond: 50_000_000, expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+                 hostBytesPerSecond: 50_000_000, expected: ["raise", "wait #0"]),
+        JoinCase(name: "256 KiB after the first burst tell the speed before 100 ms have passed",
+                 started: .background, writes: [(0..<block, .zero), (block..<5 * block, .milliseconds(10))], readAt: far,
+                 readTime: .milliseconds(20), expected: ["raise", "wait #0"]),
     ])
     func aReaderWaitsOnlyForATransferThatArrivesSoon(_ example: JoinCase) {
         var plan = PlanFixture.plan(size: Self.size)

@@ -13,10 +13,17 @@ extension CachedFile {
                                    wholeBody: wholeBody)
         let background = urgency.priority == .background
         let host = HostRates.host(of: request.url)
+        let started = ContinuousClock.now
         environment.client.fetch(request, sink: { [self] data, offset in
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
             return receive(transfer: id, data, at: offset, host: host)
         }, completion: { [self] result in
+            // A reader's request that ended tells its host's speed, round trip included (too
+            // short a transfer for `receive` to measure on a fast link still counts here).
+            if !background, case .success = result {
+                let now = ContinuousClock.now
+                environment.hostRates.record(Double(bytes.count) / max((now - started).timeInterval, 0.000_1), host: host, at: now)
+            }
             update { $0.plan.transferEnded(id, result) }
         })
     }

@@ -18,8 +18,10 @@ public struct FetchPolicy: Sendable {
     /// else its host's); otherwise it asks for its blocks itself (`FilePlan+Joining`).
     public var joinDistanceBlocks: UInt64 = 2
     public var joinWaitLimit: Duration = .milliseconds(250)
-    /// A transfer's speed counts as known once its bytes have flowed this long after its first ones.
+    /// A transfer's speed counts as known once its bytes have flowed this long, or this many
+    /// of them have arrived, after its first ones.
     public var rateSample: Duration = .milliseconds(100)
+    public var rateSampleBytes: UInt64 = 256 * 1024
     /// A read still waiting after this long fails with EIO instead of hanging.
     public var readDeadline: Duration = .seconds(120)
     /// Speed cap of each background transfer (`--max-rate` shared by the background slots).

@@ -5,6 +5,8 @@ import Synchronization
 /// between waiting for a running transfer of unknown speed and asking for its bytes itself
 /// (`FilePlan.isComingSoon`). Only transfers started for readers are measured: background
 /// transfers stand still whenever a reader waits, so their pace says little about the link.
+/// The fastest recent measure is kept: a small request is slowed by its round trip more than
+/// by the link, and would make a fast link look slow.
 final class HostRates: Sendable {
     /// A measurement older than this says nothing about the link now.
     static let lifetime: Duration = .seconds(30)
@@ -18,9 +20,12 @@ final class HostRates: Sendable {
         "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port.map(String.init) ?? "")"
     }
 
-    /// A transfer from `host` moves at `bytesPerSecond` now (its latest measure replaces the last).
+    /// A transfer from `host` moved at `bytesPerSecond`: kept if it is the fastest recent measure.
     func record(_ bytesPerSecond: Double, host: String, at now: ContinuousClock.Instant) {
-        rates.withLock { $0[host] = (bytesPerSecond, now) }
+        rates.withLock { rates in
+            if let last = rates[host], now - last.at <= Self.lifetime, last.bytesPerSecond > bytesPerSecond { return }
+            rates[host] = (bytesPerSecond, now)
+        }
     }
 
     /// The host's recent speed, or nil when none was measured lately.

@@ -10,14 +10,18 @@ extension FilePlan {
     /// True when a reader of the block starting at `start` should wait for `transfer`, which
     /// brings it: the block is within `joinDistanceBlocks` of the transfer's frontier, or the
     /// transfer reaches it within `joinWaitLimit` at its own measured speed, else at the speed
-    /// `hostBytesPerSecond` its host moved at lately. With no speed known at all, only a
-    /// transfer started for a reader is waited for: a sequential reader whose kernel reads ahead
-    /// of its own fresh transfer must not fetch those blocks twice, while background work (a
-    /// large chunk, maybe on a slow link) must not make a reader far ahead wait for it.
+    /// `hostBytesPerSecond` its host moved at lately. Background work that may be held back
+    /// (it stands still while readers wait) is judged by the faster of the two: once a reader
+    /// waits on it, it is let go and moves at its host's pace. With no speed known at all,
+    /// only a transfer started for a reader is waited for: a sequential reader whose kernel
+    /// reads ahead of its own fresh transfer must not fetch those blocks twice, while background
+    /// work (a large chunk, maybe on a slow link) must not make a reader far ahead wait for it.
     func isComingSoon(_ start: UInt64, in transfer: Transfer, now: ContinuousClock.Instant,
                       hostBytesPerSecond: Double?) -> Bool {
         if start <= transfer.frontier + policy.joinDistanceBlocks * layout.blockSize { return true }
-        guard let rate = transfer.bytesPerSecond(at: now, minimumSample: policy.rateSample) ?? hostBytesPerSecond else {
+        let own = transfer.bytesPerSecond(at: now, policy: policy)
+        let speed = transfer.mayBeHeldBack ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
+        guard let rate = speed else {
             return transfer.forReader
         }
         guard rate > 0 else { return false }
@@ -79,6 +83,6 @@ extension FilePlan {
     /// remembers as its host's speed); nil for background work or before it is known.
     func readerTransferSpeed(_ id: Int, now: ContinuousClock.Instant) -> Double? {
         guard let transfer = transfers[id], transfer.forReader else { return nil }
-        return transfer.bytesPerSecond(at: now, minimumSample: policy.rateSample)
+        return transfer.bytesPerSecond(at: now, policy: policy)
     }
 }

@@ -91,11 +91,13 @@ struct FilePlan {
         var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
         var frontier: UInt64 { bytes.lowerBound + written }
 
-        /// How fast its bytes arrive, once they have flowed for `minimumSample` after its first
-        /// ones; nil before.
-        func bytesPerSecond(at now: ContinuousClock.Instant, minimumSample: Duration) -> Double? {
-            guard let rateSample, now - rateSample.at >= minimumSample else { return nil }
-            return Double(written - rateSample.written) / (now - rateSample.at).timeInterval
+        /// How fast its bytes arrive, once they have flowed for the policy's `rateSample` or
+        /// `rateSampleBytes` of them have arrived after its first ones; nil before.
+        func bytesPerSecond(at now: ContinuousClock.Instant, policy: FetchPolicy) -> Double? {
+            guard let rateSample, now > rateSample.at else { return nil }
+            let bytes = written - rateSample.written
+            guard now - rateSample.at >= policy.rateSample || bytes >= policy.rateSampleBytes else { return nil }
+            return Double(bytes) / (now - rateSample.at).timeInterval
         }
     }
 
