@@ -12,7 +12,7 @@ extension CachedFile {
                                    maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
         let background = urgency.priority == .background
-        let host = HostRates.host(of: request.url)
+        let host = request.url.serverKey
         let started = ContinuousClock.now
         environment.client.fetch(request, sink: { [self] data, offset in
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)

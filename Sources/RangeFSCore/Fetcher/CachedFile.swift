@@ -142,7 +142,7 @@ public final class CachedFile: Sendable {
             } catch {
                 return [.fail(completion, FetchError("\(error)", cause: error as? CacheError))]
             }
-            let host = HostRates.host(of: state.plan.source.requestURL(origin: url))
+            let host = state.plan.source.requestURL(origin: url).serverKey
             return state.plan.read(bytes, readAhead: readAhead, now: now,
                                    hostBytesPerSecond: environment.hostRates.bytesPerSecond(host: host, at: now),
                                    completion: completion)

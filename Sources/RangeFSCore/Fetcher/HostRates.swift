@@ -15,10 +15,7 @@ final class HostRates: Sendable {
     /// held, so it may be taken under a file's lock (`CachedFile.state`).
     private let rates = Mutex<[String: (bytesPerSecond: Double, at: ContinuousClock.Instant)]>([:])
 
-    /// What tells hosts apart: scheme, host and port.
-    static func host(of url: URL) -> String {
-        "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port.map(String.init) ?? "")"
-    }
+    // `host`: a `URL.serverKey`.
 
     /// A transfer from `host` moved at `bytesPerSecond`: kept if it is the fastest recent measure.
     func record(_ bytesPerSecond: Double, host: String, at now: ContinuousClock.Instant) {
@@ -34,5 +31,13 @@ final class HostRates: Sendable {
             guard let rate = rates[host], now - rate.at <= Self.lifetime else { return nil }
             return rate.bytesPerSecond
         }
+    }
+}
+
+extension URL {
+    /// What tells servers apart, for their speeds and their shares of background work: scheme,
+    /// host and port.
+    var serverKey: String {
+        "\(scheme ?? "")://\(host ?? ""):\(port.map(String.init) ?? "")"
     }
 }
