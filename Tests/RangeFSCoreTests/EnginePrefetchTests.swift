@@ -160,7 +160,7 @@ struct EnginePrefetchTests {
         var covered = 0
         for range in served where range.lowerBound <= covered { covered = max(covered, range.upperBound) }
         #expect(covered >= size, "\(gets)")
-        // Seen: one piece of the server's pacing (4.8 KiB at 96 KB/s, 12.8 KiB at 256 KB/s).
+        // Seen: one piece of the server's pacing (4.8 KiB at 96 KB/s, 6.4 KiB at 128 KB/s, 12.8 KiB at 256 KB/s).
         #expect(total - size <= 64 * 1024, "served \(total) bytes of \(size): \(gets)")
     }
 }

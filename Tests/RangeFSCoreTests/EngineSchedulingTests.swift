@@ -39,4 +39,75 @@ struct EngineSchedulingTests {
         let fastFile = try #require(engine.catalog.knownFile(forEntry: engine.entry("fast.bin")))
         #expect(try engine.read(fastFile, 0..<UInt64(fast.count)).value == fast)
     }
+
+    @Test func aReadersFirstRequestsFindAConnectionWhileACollectionsProbesAndBackgroundWorkHoldThemAll() throws {
+        var files = ["big0.bin": FetchEngineHarness.bytes(1 << 20, seed: 1), "big1.bin": FetchEngineHarness.bytes(1 << 20, seed: 2),
+                     "big2.bin": FetchEngineHarness.bytes(1 << 20, seed: 3), "zz-last.bin": FetchEngineHarness.bytes(64 * 1024, seed: 4)]
+        let collection = (0..<2000).map { String(format: "f%04d.bin", $0) }
+        for name in collection { files[name] = [UInt8(ascii: "x")] }
+        var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3)
+        prefetch.chunkBytes = 64 * 1024
+        // Probes that wait 20 s for an answer are not stalled transfers here.
+        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) { $0.stallTimeoutSeconds = 60 }
+        // Background chunks that take half a minute each hold three connections...
+        for name in ["big0.bin", "big1.bin", "big2.bin"] { engine.server.configure(name, PathOptions(bytesPerSecond: 2048)) }
+        // ...and every size probe of the collection is answered after 20 s.
+        for name in collection { engine.server.configure(name, PathOptions(latency: .seconds(20))) }
+        // Their sizes are known: the prefetcher's three slots take chunks of them at once.
+        for name in ["big0.bin", "big1.bin", "big2.bin"] { _ = try #require(try engine.file(name).value) }
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests.filter { $0.method == "GET" }.count == 3 },
+                "\(engine.server.requests)")
+        // A listing of the collection: its probes take the connections the client allows a host.
+        engine.catalog.discoverSizes(ofEntries: collection.prefix(FileCatalog.eagerListingLimit).map(engine.entry))
+        #expect(FilesystemHarness.eventually(timeout: 5) {
+            engine.server.requests.count(where: { $0.method == "HEAD" && $0.path.hasPrefix("/f") }) >= 5
+        })
+        let before = engine.server.requests
+
+        // A reader opens the last entry and reads its first page.
+        let opened = try #require(try engine.open("zz-last.bin").value)
+        defer { opened.close() }
+        #expect(try engine.read(opened.file, 0..<4096).value == Array(files["zz-last.bin"]![0..<4096]))
+        let after = engine.server.requests
+        // Its probe and its range request went out at once: no probe that was waiting for its
+        // answer when it opened had to end first to free a connection, and no request that
+        // was queued for one went before them.
+        let probesEnded = after.filter { request in
+            request.method == "HEAD" && request.finished && before.contains { $0.id == request.id && !$0.finished }
+        }
+        #expect(probesEnded.isEmpty, "\(probesEnded)")
+        let readerProbe = try #require(after.first { $0.method == "HEAD" && $0.path == "/zz-last.bin" })
+        let next = after.filter { $0.id > readerProbe.id }
+        #expect(next.map { "\($0.method) \($0.path)" } == ["GET /zz-last.bin"], "\(next)")
+    }
+
+    @Test func aBackgroundTransferThatGaveItsConnectionToAReaderGoesOnWhereItStopped() throws {
+        let data = FetchEngineHarness.bytes(256 * 1024, seed: 5)
+        let files = ["back.bin": data, "listed.bin": [UInt8(ascii: "x")], "read.bin": FetchEngineHarness.bytes(8192, seed: 6)]
+        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
+        prefetch.chunkBytes = 256 * 1024
+        // Two connections to the server: the background transfer holds one, a slow probe the other.
+        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) {
+            $0.maxConnectionsPerHost = 2
+            $0.stallTimeoutSeconds = 60
+        }
+        engine.server.configure("back.bin", PathOptions(bytesPerSecond: 128 * 1024))
+        engine.server.configure("listed.bin", PathOptions(latency: .seconds(1)))
+        let back = try #require(try engine.open("back.bin").value)
+        defer { back.close() }
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { (engine.gets("back.bin").first?.bodyBytesSent ?? 0) >= 32 * 1024 })
+        engine.catalog.discoverSizes(ofEntries: [engine.entry("listed.bin")])
+        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests(for: "listed.bin").count == 1 })
+
+        // A reader of a third file: the background transfer gives its connection up.
+        let read = try #require(try engine.file("read.bin").value)
+        #expect(try engine.read(read, 0..<8192).value == files["read.bin"])
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
+        let gets = engine.gets("back.bin")
+        #expect(gets.count == 2 && gets[1].rangeStart.map { $0 > 0 && $0 <= UInt64(gets[0].bodyBytesSent) } == true, "\(gets)")
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
 }

@@ -6,8 +6,8 @@ import Synchronization
 
 /// The fetch engine without a mount: a real catalog, its cached files and a prefetcher that
 /// fetch from a `FaultServer` on loopback into a cache directory of their own. Retries are
-/// short and stalls are noticed after a second, so a fault costs milliseconds, not the real
-/// limits' seconds. `close()` (also `deinit`) stops the transfers and removes the directory.
+/// short and stalls are noticed after a second (unless a test sets its client otherwise), so a
+/// fault costs milliseconds, not the real limits' seconds. `close()` (also `deinit`) stops the transfers and removes the directory.
 final class FetchEngineHarness {
     let server: FaultServer
     let catalog: FileCatalog
@@ -43,7 +43,8 @@ final class FetchEngineHarness {
     /// `urls` replaces an entry's URL (name → URL); `sha256` gives an entry a checksum.
     convenience init(files: [String: [UInt8]], entries: [String]? = nil, urls: [String: URL] = [:],
                      sha256: [String: String] = [:], policy: FetchPolicy = FetchEngineHarness.quickPolicy,
-                     limits: CacheLimits = CacheLimits(), prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch) throws {
+                     limits: CacheLimits = CacheLimits(), prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
+                     client: @escaping (inout CurlClient.Configuration) -> Void = { _ in }) throws {
         let server = try FaultServer()
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
         let names = entries ?? files.keys.sorted()
@@ -52,12 +53,13 @@ final class FetchEngineHarness {
                           sha256: sha256[name], line: line + 1)
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
-                      manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch)
+                      manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch,
+                      client: client)
     }
 
     /// A mount of `manifest` over the cache at `cachePath` (created if need be).
     private init(server: FaultServer, cachePath: String, manifest: Manifest, policy: FetchPolicy, limits: CacheLimits,
-                 prefetch: Prefetcher.Configuration) throws {
+                 prefetch: Prefetcher.Configuration, client configureClient: (inout CurlClient.Configuration) -> Void = { _ in }) throws {
         self.server = server
         self.policy = policy
         self.limits = limits
@@ -67,6 +69,7 @@ final class FetchEngineHarness {
         store = try MetadataStore(path: directory.metadataPath)
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.stallTimeoutSeconds = 1
+        configureClient(&clientConfiguration)
         client = CurlClient(configuration: clientConfiguration, logger: logger)
         let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
                                            policy: policy, logger: logger)
