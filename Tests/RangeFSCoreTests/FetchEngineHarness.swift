@@ -7,7 +7,8 @@ import Synchronization
 /// The fetch engine without a mount: a real catalog, its cached files and a prefetcher that
 /// fetch from a `FaultServer` on loopback into a cache directory of their own. Retries are
 /// short and stalls are noticed after a second (unless a test sets its client otherwise), so a
-/// fault costs milliseconds, not the real limits' seconds. `close()` (also `deinit`) stops the transfers and removes the directory.
+/// fault costs milliseconds, not the real limits' seconds. `close()` (also `deinit`) stops the
+/// transfers and removes the directory.
 final class FetchEngineHarness {
     let server: FaultServer
     let catalog: FileCatalog
