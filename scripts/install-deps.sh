@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what RangeFS needs to build, test and run its demo on Debian 12:
 # libfuse3 and libcurl headers, SQLite, nginx (the test and demo server), ffmpeg
-# (makes and probes test audio), curl, attr (getfattr), mpg123; and for building
+# (makes and probes test audio), curl, attr (getfattr), mpg123; Apache 2, lighttpd
+# and Python 3 (whose directory listings the tests read); and for building
 # and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
 # lintian and debootstrap.
 # Idempotent and non-interactive; uses sudo only when not root. Swift itself is
@@ -14,6 +15,7 @@ packages=(
     libsqlite3-dev
     pkg-config
     nginx-light
+    apache2 lighttpd python3
     ffmpeg
     curl
     attr
@@ -64,6 +66,20 @@ else
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${wanted[@]}" || status=$?
     if [ "$policy_added" -eq 1 ]; then "${SUDO[@]}" rm -f /usr/sbin/policy-rc.d; fi
     [ "$status" -eq 0 ] || exit "$status"
+    # The tests start these servers themselves on loopback ports: the system services they
+    # come with stay off, or they would listen on port 80 from the next boot on. Only those
+    # installed here: a server someone already runs is left as it is.
+    for pkg in "${wanted[@]}"; do
+        case "$pkg" in apache2) services=(apache2 apache-htcacheclean) ;; lighttpd) services=(lighttpd) ;; *) continue ;; esac
+        for service in "${services[@]}"; do
+            if command -v systemctl >/dev/null 2>&1 && [ -e "/lib/systemd/system/$service.service" ]; then
+                "${SUDO[@]}" systemctl disable --quiet "$service" >/dev/null 2>&1 || true
+            fi
+            if command -v update-rc.d >/dev/null 2>&1 && [ -e "/etc/init.d/$service" ]; then
+                "${SUDO[@]}" update-rc.d "$service" disable >/dev/null 2>&1 || true
+            fi
+        done
+    done
 fi
 
 # FUSE needs its device; say so plainly instead of failing later.

@@ -22,7 +22,7 @@ final class FuseFilesystem: Sendable {
     }
 
     func opendir(_ request: FuseRequest, inode: InodeNumber, info: fuse_file_info) {
-        request.reply(openDirectory: core.openDirectory(inode), info: info)
+        core.openDirectory(inode) { request.reply(openDirectory: $0, info: info) }
     }
 
     func readdir(_ request: FuseRequest, inode: InodeNumber, size: Int, offset: Int) {

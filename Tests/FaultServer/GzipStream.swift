@@ -16,8 +16,9 @@ enum GzipStream {
         return out
     }
 
-    /// `bytes` in HTTP/1.1 chunked framing, 8 KiB a chunk.
-    static func chunked(_ bytes: [UInt8]) -> [UInt8] {
+    /// `bytes` in HTTP/1.1 chunked framing, 8 KiB a chunk; without `closing`, the last
+    /// (empty) chunk is left out, as when a connection drops mid-body.
+    static func chunked(_ bytes: [UInt8], closing: Bool = true) -> [UInt8] {
         var out: [UInt8] = []
         var offset = 0
         while offset < bytes.count {
@@ -25,7 +26,7 @@ enum GzipStream {
             out += Array("\(String(count, radix: 16))\r\n".utf8) + bytes[offset ..< offset + count] + [13, 10]
             offset += count
         }
-        return out + Array("0\r\n\r\n".utf8)
+        return closing ? out + Array("0\r\n\r\n".utf8) : out
     }
 
     private static func littleEndian16(_ value: Int) -> [UInt8] {

@@ -15,10 +15,16 @@ public struct PathOptions: Sendable, Equatable {
     /// When not empty, every request for this path is answered `302` to these URLs in turn
     /// (mirrors behind one URL, each with its own validators).
     public var redirectsInTurn: [String]
+    /// Bodies are sent with `Transfer-Encoding: chunked` and no `Content-Length`, as nginx
+    /// sends its directory listings and servers send generated feeds.
+    public var chunked: Bool
+    /// The `Content-Type` of this path's files (default `application/octet-stream`).
+    public var contentType: String?
 
     public init(rangesSupported: Bool = true, headAllowed: Bool = true, sendETag: Bool = true,
                 sendLastModified: Bool = true, goneStatus: Int = 404,
-                bytesPerSecond: Int? = nil, latency: Duration? = nil, redirectsInTurn: [String] = []) {
+                bytesPerSecond: Int? = nil, latency: Duration? = nil, redirectsInTurn: [String] = [],
+                chunked: Bool = false, contentType: String? = nil) {
         precondition(bytesPerSecond.map { $0 > 0 } ?? true, "bytesPerSecond must be positive")
         self.rangesSupported = rangesSupported
         self.headAllowed = headAllowed
@@ -28,5 +34,7 @@ public struct PathOptions: Sendable, Equatable {
         self.bytesPerSecond = bytesPerSecond
         self.latency = latency
         self.redirectsInTurn = redirectsInTurn
+        self.chunked = chunked
+        self.contentType = contentType
     }
 }

@@ -1,5 +1,7 @@
+import Foundation
+
 /// The well-behaved answer to a request, by HTTP semantics alone (no faults): `HEAD`,
-/// `GET`, a single `Range`, `If-Range`, 404/410, 405, 416.
+/// `GET`, a single `Range`, `If-Range`, `If-None-Match`/`If-Modified-Since` (304), 404/410, 405, 416.
 struct Responder: Sendable {
     let request: HTTPRequest
     let file: PublishedFile?
@@ -24,6 +26,14 @@ struct Responder: Sendable {
 
         var plan = ResponsePlan(status: 200, headers: validatorHeaders(of: file), body: file.bytes[...],
                                 includesBody: !isHead)
+        plan.chunked = options.chunked
+        if isUnchanged(file) {
+            plan.status = 304
+            plan.body = []
+            plan.includesBody = false
+            plan.chunked = false
+            return plan
+        }
         guard honouringRange, options.rangesSupported,
               let header = request.headers.value(of: "Range"), let spec = ByteRangeSpec(header: header),
               ifRangeAllowsRange(for: file) else {
@@ -44,11 +54,28 @@ struct Responder: Sendable {
     }
 
     private func validatorHeaders(of file: PublishedFile) -> [HeaderField] {
-        var headers = [HeaderField("Content-Type", "application/octet-stream")]
+        var headers = [HeaderField("Content-Type", options.contentType ?? "application/octet-stream")]
         if options.rangesSupported { headers.append(HeaderField("Accept-Ranges", "bytes")) }
         if options.sendETag { headers.append(HeaderField("ETag", file.etag)) }
         if options.sendLastModified { headers.append(HeaderField("Last-Modified", file.lastModified)) }
         return headers
+    }
+
+    /// RFC 9110 §13.1.1-2: `If-None-Match` naming the current version (weak comparison, or
+    /// `*`) means unchanged; without it, `If-Modified-Since` with the very date this version
+    /// was sent with does. Validators the server does not send cannot match.
+    private func isUnchanged(_ file: PublishedFile) -> Bool {
+        if let tags = request.headers.value(of: "If-None-Match") {
+            guard options.sendETag else { return false }
+            let opaque = { (tag: Substring) in tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
+            let current = opaque(Substring(file.etag))
+            return tags.split(separator: ",").contains { candidate in
+                let tag = candidate.trimmingCharacters(in: .whitespaces)
+                return tag == "*" || opaque(Substring(tag)) == current
+            }
+        }
+        guard let date = request.headers.value(of: "If-Modified-Since") else { return false }
+        return options.sendLastModified && date == file.lastModified
     }
 
     /// RFC 9110 §13.1.5: the range applies only if `If-Range` names the current version

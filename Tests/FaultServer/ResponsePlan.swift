@@ -7,8 +7,11 @@ struct ResponsePlan: Sendable {
     var status: Int
     /// All headers but `Content-Length`, `Connection`, `Date` and `Server`, which the head adds.
     var headers: [HeaderField] = []
-    /// The body the head announces: `Content-Length` is its size.
+    /// The body the head announces: `Content-Length` is its size, unless `chunked`.
     var body: ArraySlice<UInt8> = []
+    /// The body goes out in chunked framing, announced by `Transfer-Encoding: chunked`
+    /// instead of a length; a body cut short (`bodyLimit`) then lacks the closing chunk.
+    var chunked = false
     /// False for `HEAD`: the head still announces the body's size.
     var includesBody = true
     /// Send only this many body bytes (a short body), fewer than announced.
@@ -47,6 +50,9 @@ struct ResponsePlan: Sendable {
     var bytesToSend: ArraySlice<UInt8> {
         guard includesBody else { return [] }
         let announced = body.prefix(bodyLimit.map { max(0, $0) } ?? body.count)
+        if chunked {
+            return ArraySlice(GzipStream.chunked(Array(announced), closing: bodyLimit == nil) + extraBody)
+        }
         return extraBody.isEmpty ? announced : ArraySlice(Array(announced) + extraBody)
     }
 
@@ -56,7 +62,7 @@ struct ResponsePlan: Sendable {
         var text = "HTTP/1.1 \(status) \(Self.reason(for: status))\r\n"
         text += "Date: \(HTTPDate.format(Date()))\r\nServer: FaultServer\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
-        text += "Content-Length: \(body.count)\r\n"
+        text += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(body.count)\r\n"
         if closing { text += "Connection: close\r\n" }
         text += "\r\n"
         return Array(text.utf8)

@@ -124,6 +124,34 @@ struct EngineCacheTests {
         held.close()
     }
 
+    /// A file the mount has not loaded (known only from an earlier mount's record) is evicted
+    /// without being loaded: its data files go, and a later read fetches into new ones.
+    @Test func aFileNotLoadedSinceTheRemountIsEvictedAndFetchedAgainIntoANewDataFile() throws {
+        let first = try FetchEngineHarness(files: ["a.bin": Self.a])
+        let a = try #require(try first.file("a.bin").value)
+        #expect(try first.read(a, Self.whole).value == Self.a)
+        #expect(FilesystemHarness.eventually(timeout: 10) { first.record("a.bin")?.state == .complete })
+        let engine = try first.remount()
+        let before = try #require(engine.record("a.bin"))
+        let oldPath = engine.directory.dataPath(name: before.dataName, complete: true)
+        #expect(access(oldPath, F_OK) == 0)
+
+        #expect(engine.catalog.knownFile(forEntry: engine.entry("a.bin")) == nil, "not loaded by the remount")
+        #expect(engine.catalog.evict(entries: []) == [])
+        engine.drainCommits()
+        let after = try #require(engine.record("a.bin"))
+        #expect(after.state == .remote && after.dataName != before.dataName, "\(after)")
+        #expect(access(oldPath, F_OK) != 0, "the old data file is gone")
+        #expect(engine.catalog.budget.cachedBytes == 0)
+
+        let gets = engine.gets("a.bin").count
+        let reloaded = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(reloaded, 0..<4096).value == Array(Self.a[0..<4096]))
+        #expect(engine.gets("a.bin").count > gets, "fetched again, not read from the removed file")
+        engine.drainCommits()
+        #expect(access(engine.directory.dataPath(name: after.dataName, complete: false), F_OK) == 0)
+    }
+
     @Test func verifyDiscardsChangedFilesAndKeepsUnchangedOnes() throws {
         let engine = try FetchEngineHarness(files: ["a.bin": Self.a, "b.bin": Self.b])
         let a = try #require(try engine.file("a.bin").value)

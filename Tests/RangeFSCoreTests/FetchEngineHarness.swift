@@ -40,18 +40,20 @@ final class FetchEngineHarness {
     }
 
     /// Publishes `files` (name → bytes) and makes a manifest with one entry per name of
-    /// `entries` (default: every published name, sorted), each at path = its name.
+    /// `entries` (default: every published name, sorted), each at path = its name, or one per
+    /// element of `paths` (path in the mount → published name; several paths may share a name).
     /// `urls` replaces an entry's URL (name → URL); `sha256` gives an entry a checksum.
-    convenience init(files: [String: [UInt8]], entries: [String]? = nil, urls: [String: URL] = [:],
-                     sha256: [String: String] = [:], policy: FetchPolicy = FetchEngineHarness.quickPolicy,
-                     limits: CacheLimits = CacheLimits(), prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
+    convenience init(files: [String: [UInt8]], entries: [String]? = nil, paths: [(path: String, name: String)]? = nil,
+                     urls: [String: URL] = [:], sha256: [String: String] = [:],
+                     policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
+                     prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
                      client: @escaping (inout CurlClient.Configuration) -> Void = { _ in }) throws {
         let server = try FaultServer()
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
-        let names = entries ?? files.keys.sorted()
-        let manifestEntries = try names.enumerated().map { line, name in
-            ManifestEntry(path: try EntryPath(validating: name), url: urls[name] ?? server.url(name),
-                          sha256: sha256[name], line: line + 1)
+        let pairs = paths ?? (entries ?? files.keys.sorted()).map { (path: $0, name: $0) }
+        let manifestEntries = try pairs.enumerated().map { line, pair in
+            ManifestEntry(path: try EntryPath(validating: pair.path), url: urls[pair.name] ?? server.url(pair.name),
+                          sha256: sha256[pair.name], line: line + 1)
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
                       manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch,
@@ -127,7 +129,7 @@ final class FetchEngineHarness {
         let ready = try FilesystemHarness.wait(timeout: timeout) { file.read(bytes, readAhead: readAhead, completion: $0) }
         return ready.flatMap { ready in
             Result { try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) }
-                .mapError { FetchError("reading the answer back: \($0)") }
+                .mapError { FetchError(file.url, .cache(.from($0))) }
         }
     }
 

@@ -105,7 +105,7 @@ private let noReply = PlanFixture.noReply
         #expect(plan.read(0..<100, readAhead: block) == ["fetch #0 0..<65536", "wait #0"])
         #expect(plan.end(0, .failure(.changed("etag differs"))) == [
             "log error", "cached -65536", "invalidated",
-            "fail \(Self.name): remote file changed; open the file again",
+            "fail \(Self.name): remote file changed (etag differs); open the file again",
         ])
         #expect(plan.readRefusal?.description == "\(Self.name): remote file changed (etag differs); open the file again")
         #expect(!plan.wantsBackgroundWork)
@@ -230,8 +230,8 @@ private let noReply = PlanFixture.noReply
         let info = RemoteFileInfo(size: 5 * block, validator: validator, modified: nil, finalURL: otherMirror)
         #expect(PlanFixture.lines(plan.sourceFound(.success(info))) == [
             "log error", "cached 0", "invalidated",
-            "fail \(Self.name): remote file changed; open the file again",
-            "fail \(Self.name): remote file changed; open the file again",
+            "fail \(Self.name): remote file changed (size was 262144, now 327680); open the file again",
+            "fail \(Self.name): remote file changed (size was 262144, now 327680); open the file again",
         ])
         #expect(plan.transfers.isEmpty)
     }

@@ -4,55 +4,33 @@ import Logging
 import Synchronization
 @testable import RangeFSCore
 
-/// A mounted filesystem without a mount: the façade over a real catalog that fetches from a
-/// `FaultServer` on loopback into a cache directory of its own. `close()` (also `deinit`)
+/// A mounted filesystem without a mount: the façade over the catalog of a `FetchEngineHarness`
+/// (a `FaultServer` on loopback, a cache directory of its own). `close()` (or letting go of it)
 /// stops the transfers and removes the directory.
 final class FilesystemHarness {
-    let server: FaultServer
-    let catalog: FileCatalog
-    let mount: RunningMount
+    let engine: FetchEngineHarness
     let filesystem: MountedFilesystem
     let tree: MountedTree
-    let cachePath: String
-    private var closed = false
-
-    static let blockSize: UInt64 = 64 * 1024
+    var server: FaultServer { engine.server }
+    var catalog: FileCatalog { engine.catalog }
+    var mount: RunningMount { engine.mount }
 
     /// Publishes `files` (name → bytes) and mounts a manifest with one entry per `paths`
     /// element (path in the mount → published name).
     init(files: [String: [UInt8]], paths: [(path: String, name: String)], ownership: FileOwnership = FileOwnership()) throws {
-        let server = try FaultServer()
-        self.server = server
-        for (name, bytes) in files { server.publish(name, bytes: bytes) }
-        cachePath = NSTemporaryDirectory() + "rangefs-core-\(UUID().uuidString.prefix(8))"
+        engine = try FetchEngineHarness(files: files, paths: paths)
+        let manifest = engine.catalog.manifest
+        tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
         var logger = Logger(label: "rangefs-test")
         logger.logLevel = .critical
-        let directory = try CacheDirectory(creatingAt: cachePath)
-        let store = try MetadataStore(path: directory.metadataPath)
-        let client = CurlClient(logger: logger)
-        let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: Committer(), logger: logger)
-        let entries = try paths.enumerated().map { line, entry in
-            ManifestEntry(path: try EntryPath(validating: entry.path), url: server.url(entry.name), line: line + 1)
-        }
-        let manifest = Manifest(source: "test", entries: entries)
-        catalog = try FileCatalog(manifest: manifest, blockSize: Self.blockSize, environment: environment)
-        let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: Prefetcher.Configuration(), logger: logger)
-        mount = RunningMount(mountpoint: "/mnt/test", catalog: catalog, prefetcher: prefetcher)
-        tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
-        let mount = self.mount
-        filesystem = MountedFilesystem(tree: tree, catalog: catalog, fileStatus: { mount.fileStatus(ofEntry: $0) },
-                                       controlSocketPath: directory.controlSocketPath, ownership: ownership, logger: logger)
+        let mount = engine.mount
+        filesystem = MountedFilesystem(tree: tree, catalog: engine.catalog, fileStatus: { mount.fileStatus(ofEntry: $0) },
+                                       controlSocketPath: engine.directory.controlSocketPath, ownership: ownership, logger: logger)
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        catalog.shutdown()
-        server.stop()
-        try? FileManager.default.removeItem(atPath: cachePath)
+        engine.close()
     }
-
-    deinit { close() }
 
     func inode(_ path: String) -> InodeNumber {
         tree.inode(of: try! EntryPath(validating: path))!
@@ -66,6 +44,10 @@ final class FilesystemHarness {
 
     func attributes(_ inode: InodeNumber) throws -> Result<NodeAttributes, FilesystemError> {
         try Self.wait { filesystem.attributes(of: inode, completion: $0) }
+    }
+
+    func openDirectory(_ inode: InodeNumber) throws -> Result<Void, FilesystemError> {
+        try Self.wait { filesystem.openDirectory(inode, completion: $0) }
     }
 
     func open(_ inode: InodeNumber, flags: Int32 = O_RDONLY) throws -> Result<MountedFilesystem.OpenedFile, FilesystemError> {

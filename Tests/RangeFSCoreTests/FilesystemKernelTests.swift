@@ -13,9 +13,12 @@ struct FilesystemKernelTests {
             (.noSuchEntry, ENOENT), (.notADirectory, ENOTDIR), (.isADirectory, EISDIR), (.readOnly, EROFS),
             (.negativeOffset, EINVAL), (.unknownHandle, EBADF), (.attributeNamespaceUnsupported, EOPNOTSUPP),
             (.noSuchAttribute, ENODATA), (.attributeBufferTooSmall(needed: 9), ERANGE),
-            (.fetch(FetchError("unmounting")), EIO),
-            (.fetch(FetchError(URL(string: "http://127.0.0.1/a")!, RemoteError.status(503))), EIO),
-            (.fetch(FetchError(URL(string: "http://127.0.0.1/a")!, CacheError("No space left on device"))), EIO),
+            (.fetch(FetchError("a", .unmounting)), EIO),
+            (.fetch(FetchError("a", .remote(.status(503)))), EIO),
+            (.fetch(FetchError("a", .cache(CacheError("No space left on device", errorNumber: ENOSPC)))), EIO),
+            (.fetch(FetchError("a", .remoteChanged("etag differs"))), EIO),
+            (.fetch(FetchError("a", .rejected("sha256 mismatch"))), EIO),
+            (.fetch(FetchError("a", .timedOut(.seconds(120)))), EIO),
         ]
         for (cause, errno) in table {
             #expect(FilesystemError(cause).errno == errno, "\(cause)")
@@ -24,11 +27,22 @@ struct FilesystemKernelTests {
 
     @Test func aFetchErrorKeepsItsCauseAsAValueAndItsURLWithoutCredentials() throws {
         let url = try #require(URL(string: "http://user:secret@127.0.0.1:8080/film.mkv"))
-        let error = FetchError(url, RemoteError.protocolViolation("short body"))
+        let error = FetchError(url, .remote(.protocolViolation("short body")))
         #expect(error.cause as? RemoteError == .protocolViolation("short body"))
         #expect(error.description.contains("film.mkv") && error.description.contains("short body"))
         #expect(!error.description.contains("secret"))
         #expect(FilesystemError(.fetch(error)).description == error.description)
+    }
+
+    /// Only a reason that opening the file again cures says so; the others say what happened.
+    @Test func aFetchErrorAdvisesReopeningOnlyWhenThatHelps() {
+        #expect(FetchError("f", .remoteChanged("etag differs")).description
+            == "f: remote file changed (etag differs); open the file again")
+        #expect(FetchError("f", .remote(.changed("412"))).description.hasSuffix("; open the file again"))
+        #expect(FetchError("f", .rejected("sha256 mismatch")).description == "f: sha256 mismatch")
+        #expect(FetchError("f", .timedOut(.seconds(120))).description == "f: timed out after 120.0 seconds")
+        #expect(FetchError("f", .cache(CacheError("disk full"))).cause as? CacheError != nil)
+        #expect(FetchError("f", .unmounting).cause == nil)
     }
 
     @Test func handleNumbersStartAtOneAndAreNeverReused() {

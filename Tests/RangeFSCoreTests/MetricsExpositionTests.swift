@@ -73,7 +73,7 @@ struct MetricsExpositionTests {
         metrics.fetched(1, at: 0, readAheadFrom: 0, background: false)
         metrics.readAnswered(bytes: 1, waited: true, after: .seconds(30))
         #expect(Set(metrics.samples().keys) == before)
-        #expect(before.count == 4 * 7 + 3 + 2 + 2 * 2 + 1 + 3 + 1 + 5, "\(before.sorted())")
+        #expect(before.count == 5 * 7 + 3 + 2 + 2 * 2 + 1 + 3 + 1 + 5, "\(before.sorted())")
     }
 
     @Test("metrics addresses: HOST:PORT, [IPv6]:PORT, a bare port on loopback; names and bad ports refused")

@@ -10,6 +10,12 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         self.errorNumber = errorNumber
     }
 
+    /// `error` itself when it is a `CacheError` (the cache's own calls throw only those), else
+    /// its text: untyped `throws` cannot promise which error comes out.
+    static func from(_ error: any Error) -> CacheError {
+        error as? CacheError ?? CacheError("\(error)")
+    }
+
     /// An error from a failed system call, with errno's text.
     static func system(_ what: String, errno code: Int32 = errno) -> CacheError {
         CacheError("\(what): \(String(cString: strerror(code)))", errorNumber: code)

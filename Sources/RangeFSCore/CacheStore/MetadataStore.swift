@@ -103,6 +103,13 @@ public final class MetadataStore: Sendable {
                 table.add(column: "location", .text)
             }
         }
+        migrator.registerMigration("v5-listings") { db in
+            try db.create(table: "listing") { table in
+                table.column("url", .text).primaryKey()
+                // A `StoredListing` as JSON: read and written whole, never queried inside.
+                table.column("listing", .blob).notNull()
+            }
+        }
         return migrator
     }
 
@@ -118,6 +125,29 @@ public final class MetadataStore: Sendable {
             try db.execute(sql: "INSERT INTO setting(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [key, value])
         }
+    }
+
+    /// Keeps a directory's listing (by its URL) for the next mount.
+    public func saveListing(_ listing: StoredListing, url: String) throws {
+        let data = try JSONEncoder().encode(listing)
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO listing(url, listing) VALUES(?, ?) ON CONFLICT(url) DO UPDATE SET listing = excluded.listing",
+                           arguments: [url, data])
+        }
+    }
+
+    /// Every kept listing, by directory URL, read once at mount time. One that cannot be read
+    /// (written by another version) is left out: its directory is listed again.
+    public func allListings() throws -> [String: StoredListing] {
+        let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT url, listing FROM listing") }
+        var listings: [String: StoredListing] = [:]
+        let decoder = JSONDecoder()
+        for row in rows {
+            let url: String = row["url"]
+            let data: Data = row["listing"]
+            if let listing = try? decoder.decode(StoredListing.self, from: data) { listings[url] = listing }
+        }
+        return listings
     }
 
     /// Every record, read once at mount time.
@@ -142,6 +172,15 @@ public final class MetadataStore: Sendable {
         try database.write { db in
             try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, failure = NULL WHERE url = ?",
                            arguments: [Data(bitmap), state.rawValue, url])
+        }
+    }
+
+    /// An evicted file that was not loaded: no blocks, and a new data file name, so the removed
+    /// files' names are never used again.
+    public func emptyBlocks(url: String, bitmap: [UInt8], state: CacheState, dataName: String) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cached_file SET bitmap = ?, state = ?, dataName = ?, failure = NULL WHERE url = ?",
+                           arguments: [Data(bitmap), state.rawValue, dataName, url])
         }
     }
 

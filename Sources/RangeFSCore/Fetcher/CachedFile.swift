@@ -24,11 +24,13 @@ public final class CachedFile: Sendable {
     let environment: FetchEnvironment
     let events: CachedFileEvents
     let budget: CacheBudget
-    /// The plan and the open data file. Lock order: the catalog's `slots` (eviction asks
-    /// `evictIfIdle` under it) → this lock → leaf locks only: `CacheBudget.counters` (background
-    /// reservations in `fetchNextMissing`) and, when the data file vanished behind our back
-    /// (`openDataFile`), the catalog's `evictionScheduled` (via `cachedBytesChanged`) and the
-    /// metadata store's commit queue (`forgetLostData`), and `HostRates` (a reader's look-up). The plan's actions — replies, requests, events — run after it is released.
+    /// The plan and the open data file. No lock of the catalog is held while this one is taken.
+    /// Under it only leaf locks are taken: `CacheBudget.counters` (background reservations in
+    /// `fetchNextMissing`) and, when the data file vanished behind our back (`openDataFile`),
+    /// `CacheEviction.evictionScheduled` (via `cachedBytesChanged`), the commit queue's
+    /// (`forgetLostData`) and `HostRates` (a reader's look-up). The plan's actions (replies,
+    /// requests, events) run after it is released. Eviction of an idle file unlinks its data under it, so that no read reopens
+    /// the old file in between; an idle file has no reader to wait.
     let state: Mutex<State>
 
     struct State {
@@ -140,7 +142,7 @@ public final class CachedFile: Sendable {
             do {
                 _ = try openDataFile(&state)
             } catch {
-                return [.fail(completion, FetchError("\(error)", cause: error as? CacheError))]
+                return [.fail(completion, FetchError(url, .cache(.from(error))))]
             }
             let host = state.plan.source.requestURL(origin: url).serverKey
             return state.plan.read(bytes, readAhead: readAhead, now: now,
@@ -262,7 +264,7 @@ public final class CachedFile: Sendable {
             case .answer(let completion, let range):
                 // A reader only waits while the data file is open (`closeIfIdle`).
                 guard let file else {
-                    completion(.failure(FetchError("\(url.redactedForDisplay): its cache file is closed")))
+                    completion(.failure(FetchError(url, .cache(CacheError("its cache file is closed")))))
                     continue
                 }
                 completion(.success(ReadyBytes(file: file, range: range)))

@@ -16,13 +16,13 @@ struct ReadThrough: Sendable {
     /// transfers do; `changed` hears why when the server has another version of the file.
     func fetch(_ bytes: Range<UInt64>, attempt: Int = 1, changed: @escaping @Sendable (String) -> Void,
                completion: @escaping ReadCompletion) {
-        guard !bytes.isEmpty else { return completion(.failure(FetchError("\(url.redactedForDisplay): empty read"))) }
         let memory: DataFile
         do {
             memory = try DataFile.inMemory(size: bytes.upperBound)
         } catch {
-            return completion(.failure(FetchError("\(url.redactedForDisplay): \(error)", cause: error as? CacheError)))
+            return completion(.failure(FetchError(url, .cache(.from(error)))))
         }
+        guard !bytes.isEmpty else { return completion(.success(ReadyBytes(file: memory, range: bytes))) }
         var request = RangeRequest(url: url, headers: headers, range: bytes, expectedSize: fileSize, validator: validator)
         request.readThrough = true
         environment.client.fetch(request, sink: { data, offset in
@@ -45,8 +45,7 @@ struct ReadThrough: Sendable {
                     return
                 }
                 environment.logger.error("GET \(url.redactedForDisplay) bytes \(bytes.lowerBound)-\(bytes.upperBound - 1) (not stored) failed: \(error)")
-                let advice = if case .changed = error { "; open the file again" } else { "" }
-                completion(.failure(FetchError("\(url.redactedForDisplay): \(error)\(advice)", cause: error)))
+                completion(.failure(FetchError(url, .remote(error))))
             }
         })
     }

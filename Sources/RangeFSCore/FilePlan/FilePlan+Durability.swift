@@ -33,7 +33,7 @@ extension FilePlan {
             actions = readThroughOrphanedWaiters()
         } else {
             lastFailure = error
-            actions = failOrphanedWaiters(error: FetchError("\(name): cannot keep fetched data: \(error)"))
+            actions = failOrphanedWaiters(error: FetchError(name, .cache(CacheError("cannot keep fetched data: \(error)"))))
         }
         return (dropped, actions)
     }
@@ -43,9 +43,8 @@ extension FilePlan {
     /// version was given up already.
     mutating func reject(because reason: String) -> [Action] {
         guard invalidated == nil else { return [] }
-        invalidated = reason
-        rejected = true
-        let failure = FetchError("\(name): \(reason)")
+        invalidated = .rejected(reason)
+        let failure = FetchError(name, .rejected(reason))
         var actions = failWaiters(overlapping: 0..<UInt64.max, error: failure, evenIfAvailable: true)
         actions.append(.cachedBytes(-Int64(cachedBytes(of: available))))
         forgetBlocks()

@@ -4,9 +4,7 @@ import Foundation
 extension FilePlan {
     /// Why no read of this version can be answered any more, or nil while it can.
     var readRefusal: FetchError? {
-        guard let reason = invalidated else { return nil }
-        let advice = rejected ? "" : "; open the file again"
-        return FetchError("\(name): \(reason)\(advice)")
+        invalidated.map { FetchError(name, $0) }
     }
 
     /// A read of `bytes` (already clamped to the file): answers it when its bytes are here,

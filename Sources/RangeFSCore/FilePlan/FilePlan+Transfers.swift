@@ -217,11 +217,11 @@ extension FilePlan {
     private mutating func finalFailure(_ error: RemoteError, of remainder: Range<UInt64>) -> [Action] {
         // This version was already given up (changed or rejected) and said so once.
         if let reason = invalidated {
-            return failWaiters(overlapping: remainder, error: FetchError("\(name): \(reason)"))
+            return failWaiters(overlapping: remainder, error: FetchError(name, reason))
         }
         switch error {
         case .cancelled:
-            return failWaiters(overlapping: remainder, error: FetchError("\(name): unmounting"))
+            return failWaiters(overlapping: remainder, error: FetchError(name, .unmounting))
         case .rangesNotSupported:
             // Nothing was written from that reply. From now on one stream fills the file; its
             // readers wait for the stream (another transfer may have started it already).
@@ -234,16 +234,16 @@ extension FilePlan {
         default:
             lastFailure = error.description
             return [.log(.error, "GET \(name) bytes \(remainder.lowerBound)-\(remainder.upperBound &- 1) failed: \(error)")]
-                + failWaiters(overlapping: remainder, error: FetchError("\(name): \(error)", cause: error))
+                + failWaiters(overlapping: remainder, error: FetchError(name, .remote(error)))
         }
     }
 
     /// This version of the file is gone from the server: fail its readers, forget its data.
     mutating func remoteChanged(because why: String) -> [Action] {
         guard invalidated == nil else { return [] }
-        invalidated = "remote file changed (\(why))"
-        lastFailure = invalidated
-        let failure = FetchError("\(name): remote file changed; open the file again")
+        invalidated = .remoteChanged(why)
+        lastFailure = invalidated?.description
+        let failure = FetchError(name, .remoteChanged(why))
         // The catalog forgets this version before its readers hear of the change: a reader that
         // opens the file again at once must find the new version, not this one.
         var actions: [Action] = [

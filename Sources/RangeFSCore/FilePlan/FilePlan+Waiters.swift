@@ -36,7 +36,7 @@ extension FilePlan {
         guard let index = waiters.firstIndex(where: { $0.id == id }) else { return [] }
         let waiter = waiters.remove(at: index)
         return [.log(.error, "read of \(name) timed out after \(policy.readDeadline)"),
-                .fail(waiter.completion, FetchError("\(name): timed out"))]
+                .fail(waiter.completion, FetchError(name, .timedOut(policy.readDeadline)))]
     }
 
     /// Removes and returns the readers waiting for bytes that nothing will bring. Normally

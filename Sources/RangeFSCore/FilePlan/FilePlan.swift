@@ -31,10 +31,13 @@ struct FilePlan {
     /// The server ignores ranges: one stream from the start fills the file.
     var streamOnly: Bool
     var rate = RateMeter()
-    /// Set when the remote file changed, or when its bytes do not match the manifest's
-    /// sha256 (`rejected`): this version can never be completed or read again.
-    var invalidated: String?
-    var rejected = false
+    /// Set when the remote file changed (`.remoteChanged`), or when its bytes do not match the
+    /// manifest's sha256 (`.rejected`): this version can never be completed or read again.
+    var invalidated: FetchError.Reason?
+    var rejected: Bool {
+        if case .rejected = invalidated { return true }
+        return false
+    }
     /// What the whole file must hash to before it is promoted (the manifest's sha256).
     var expectedSHA256: String?
     /// Where ranges are asked for, and the validator they must match there.
@@ -140,7 +143,7 @@ struct FilePlan {
 
     func snapshot(now: ContinuousClock.Instant) -> CachedFileSnapshot {
         CachedFileSnapshot(size: layout.fileSize, cachedBytes: cachedBytes(of: available), complete: complete,
-                           activeTransfers: transfers.count, lastFailure: invalidated ?? lastFailure,
+                           activeTransfers: transfers.count, lastFailure: invalidated?.description ?? lastFailure,
                            bytesPerSecond: rate.bytesPerSecond(at: now), waitingForSpace: waitingForSpace)
     }
 

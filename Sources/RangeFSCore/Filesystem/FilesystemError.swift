@@ -18,7 +18,7 @@ public struct FilesystemError: Error, Sendable, CustomStringConvertible {
         case noSuchAttribute
         /// The caller's buffer cannot hold the attribute's value or the list of names.
         case attributeBufferTooSmall(needed: Int)
-        /// Finding the file's size or bytes failed; `FetchError.cause` says why underneath.
+        /// Finding the file's size or bytes failed; `FetchError.reason` says why.
         case fetch(FetchError)
     }
 
@@ -44,9 +44,16 @@ public struct FilesystemError: Error, Sendable, CustomStringConvertible {
         case .attributeNamespaceUnsupported: EOPNOTSUPP
         case .noSuchAttribute: ENODATA
         case .attributeBufferTooSmall: ERANGE
+        case .fetch(let error): errno(for: error.reason)
+        }
+    }
+
+    static func errno(for reason: FetchError.Reason) -> Int32 {
+        switch reason {
         // Whatever failed underneath (the server, the network, the cache disk, a change of the
-        // remote file), the reader gets EIO; the reason goes to the log and user.rangefs.error.
-        case .fetch: EIO
+        // remote file, the deadline, the unmount), the reader gets EIO, the one errno every
+        // program treats as "this read failed"; the reason goes to the log and user.rangefs.error.
+        case .remote, .cache, .remoteChanged, .rejected, .timedOut, .unmounting: EIO
         }
     }
 

@@ -38,6 +38,9 @@ public final class MountedFilesystem: Sendable {
 
     private let tree: Mutex<MountedTree>
     private let catalog: FileCatalog
+    /// For a tree made from a server's listings: lists each directory when first looked at.
+    /// Nil for a manifest's tree, which is whole from the start.
+    private let directories: ListedDirectories?
     private let fileStatus: @Sendable (Int) -> FileStatus
     /// Where `rangefs status`, `pause` and `resume` reach this mount (shown on the root).
     private let controlSocketPath: String?
@@ -50,10 +53,12 @@ public final class MountedFilesystem: Sendable {
     private let notifications = DispatchQueue(label: "rangefs.kernel-notifications")
 
     /// - Parameter fileStatus: a catalog entry's state as `rangefs status` shows it.
-    public init(tree: MountedTree, catalog: FileCatalog, fileStatus: @escaping @Sendable (Int) -> FileStatus,
+    public init(tree: MountedTree, catalog: FileCatalog, directories: ListedDirectories? = nil,
+                fileStatus: @escaping @Sendable (Int) -> FileStatus,
                 controlSocketPath: String?, ownership: FileOwnership = FileOwnership(), logger: Logger) {
         self.tree = Mutex(tree)
         self.catalog = catalog
+        self.directories = directories
         self.fileStatus = fileStatus
         self.controlSocketPath = controlSocketPath
         self.ownership = ownership
@@ -103,12 +108,26 @@ public final class MountedFilesystem: Sendable {
 
     public func lookup(parent: InodeNumber, name: String,
                        completion: @escaping @Sendable (Result<NodeAttributes, FilesystemError>) -> Void) {
-        let tree = current
-        guard let node = tree.namespace.lookup(parent: parent, name: name) else {
-            return completion(.failure(FilesystemError(.noSuchEntry)))
+        whenListed(parent) { [self] listed in
+            if case .failure(let error) = listed { return completion(.failure(FilesystemError(.fetch(error)))) }
+            let tree = current
+            guard let node = tree.namespace.lookup(parent: parent, name: name) else {
+                return completion(.failure(FilesystemError(.noSuchEntry)))
+            }
+            catalog.nameLookedUp(node, in: tree)
+            attributes(of: node, in: tree, completion: completion)
         }
-        catalog.nameLookedUp(node, in: tree)
-        attributes(of: node, in: tree, completion: completion)
+    }
+
+    /// Runs `body` once the directory `inode` is listed: at once in a manifest's tree, for a
+    /// directory listed already, or for any other inode (whose caller then finds what it finds).
+    private func whenListed(_ inode: InodeNumber, _ body: @escaping @Sendable (Result<Void, FetchError>) -> Void) {
+        guard let directories else { return body(.success(())) }
+        let namespace = current.namespace
+        guard let node = namespace.node(inode), node.isDirectory else { return body(.success(())) }
+        let path = node.inode == Namespace.rootInode
+            ? nil : EntryPath(trustedComponents: namespace.path(of: node).split(separator: "/").map(String.init))
+        directories.ensureListed(path, completion: body)
     }
 
     public func attributes(of inode: InodeNumber,
@@ -134,12 +153,16 @@ public final class MountedFilesystem: Sendable {
 
     // MARK: Directories
 
-    public func openDirectory(_ inode: InodeNumber) -> Result<Void, FilesystemError> {
-        let tree = current
-        guard let node = tree.namespace.node(inode) else { return .failure(FilesystemError(.noSuchEntry)) }
-        guard node.isDirectory else { return .failure(FilesystemError(.notADirectory)) }
-        catalog.directoryOpened(inode, in: tree)
-        return .success(())
+    /// Opens a directory for listing, once its names are known (in a listed tree, after the
+    /// server's listing of it arrived).
+    public func openDirectory(_ inode: InodeNumber, completion: @escaping @Sendable (Result<Void, FilesystemError>) -> Void) {
+        guard let node = current.namespace.node(inode) else { return completion(.failure(FilesystemError(.noSuchEntry))) }
+        guard node.isDirectory else { return completion(.failure(FilesystemError(.notADirectory))) }
+        whenListed(inode) { [self] listed in
+            if case .failure(let error) = listed { return completion(.failure(FilesystemError(.fetch(error)))) }
+            catalog.directoryOpened(inode, in: current)
+            completion(.success(()))
+        }
     }
 
     public func listDirectory(_ inode: InodeNumber) -> Result<DirectoryListing, FilesystemError> {

@@ -21,6 +21,8 @@ public final class MountMetrics: Sendable {
         case background
         /// A read the cache has no room for, served from the network without being stored.
         case readThrough = "read_through"
+        /// A manifest, feed or directory listing fetched whole.
+        case document
     }
 
     /// Where fetched bytes went: the blocks a reader asked for, those fetched ahead of a

@@ -4,9 +4,11 @@ public struct MountedTree: Sendable {
     public let namespace: Namespace
     private let catalogIndices: [Int]
 
-    public init(manifest: Manifest, catalogIndices: [Int]) {
+    /// `directories` are shown even when no entry lies below them (a listed tree's directories
+    /// that are not listed yet, or empty ones).
+    public init(manifest: Manifest, catalogIndices: [Int], directories: [EntryPath] = []) {
         precondition(manifest.entries.count == catalogIndices.count, "one catalog index per entry")
-        namespace = Namespace(manifest: manifest)
+        namespace = Namespace(manifest: manifest, directories: directories)
         self.catalogIndices = catalogIndices
     }
 

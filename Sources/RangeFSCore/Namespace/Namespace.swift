@@ -17,8 +17,9 @@ public final class Namespace: Sendable {
     /// Expects a validated manifest. Should entries still clash, the tree stays
     /// consistent: a directory wins over a file of the same path, and the first of
     /// two files with the same path wins.
-    public init(manifest: Manifest) {
-        let tree = NamespaceTreeBuilder(entries: manifest.entries)
+    /// `directories` are shown even when no entry lies below them.
+    public init(manifest: Manifest, directories: [EntryPath] = []) {
+        let tree = NamespaceTreeBuilder(entries: manifest.entries, directories: directories)
         let numbering = NamespaceNumbering(tree: tree)
         nodes = numbering.nodes
         names = tree.names

@@ -19,7 +19,9 @@ struct NamespaceTreeBuilder {
     /// (parent, exact name bytes) → draft index, for directories only.
     private var directories: [DirectoryName: Int32] = [:]
 
-    init(entries: [ManifestEntry]) {
+    /// `directories` are shown even when no entry lies below them (a listed tree's directories
+    /// that are not listed yet, or empty).
+    init(entries: [ManifestEntry], directories: [EntryPath] = []) {
         precondition(entries.count < Int(Int32.max) / 2, "too many entries for one namespace")
         // Room for every file, and directories to spare: growing would double the array.
         nodes.reserveCapacity(entries.count + entries.count / 8 + 1)
@@ -34,6 +36,9 @@ struct NamespaceTreeBuilder {
             // Validated paths are never empty; a file without a name is no file.
             guard let name = components.last else { continue }
             nodes.append(DraftNode(parent: parent, name: names.append(name), entryIndex: Int32(entryIndex)))
+        }
+        for directory in directories {
+            _ = directory.components.reduce(Self.rootIndex) { parent, name in directoryIndex(parent: parent, name: name) }
         }
     }
 

@@ -57,6 +57,11 @@ public final class CurlClient: RemoteClient {
         inbox.submit(.range(request, sink: sink, completion: completion))
     }
 
+    public func fetchDocument(_ request: DocumentRequest, sink: @escaping DocumentBodySink,
+                              completion: @escaping @Sendable (Result<DocumentReply, RemoteError>) -> Void) {
+        inbox.submit(.document(request, sink: sink, completion: completion))
+    }
+
     public func setBackgroundPaused(_ paused: Bool) {
         inbox.setBackgroundPaused(paused)
     }
@@ -87,6 +92,7 @@ enum TransferSpec: Sendable {
     case probe(url: URL, headers: [String: String], method: ProbeMethod,
                completion: @Sendable (Result<RemoteFileInfo, RemoteError>) -> Void)
     case range(RangeRequest, sink: RangeBodySink, completion: @Sendable (Result<Void, RemoteError>) -> Void)
+    case document(DocumentRequest, sink: DocumentBodySink, completion: @Sendable (Result<DocumentReply, RemoteError>) -> Void)
 }
 
 /// The multi handle. Safe to share: libcurl allows `curl_multi_wakeup` from any thread,
@@ -205,7 +211,7 @@ final class BackgroundGate: Sendable {
 }
 
 extension TransferSpec {
-    /// Background completion, which yields to every reader; probes count as foreground.
+    /// Background completion, which yields to every reader; probes and documents count as foreground.
     var isBackground: Bool {
         if case .range(let request, _, _) = self { return request.urgency.priority == .background }
         return false
@@ -216,6 +222,7 @@ extension TransferSpec {
         switch self {
         case .probe(let url, _, _, _): url.serverKey
         case .range(let request, _, _): request.url.serverKey
+        case .document(let request, _, _): request.url.serverKey
         }
     }
 
@@ -224,6 +231,7 @@ extension TransferSpec {
         switch self {
         case .probe: .probe
         case .range(let request, _, _): request.readThrough ? .readThrough : request.urgency.priority == .background ? .background : .range
+        case .document: .document
         }
     }
 
@@ -231,6 +239,7 @@ extension TransferSpec {
         switch self {
         case .probe(_, _, _, let completion): completion(.failure(error))
         case .range(_, _, let completion): completion(.failure(error))
+        case .document(_, _, let completion): completion(.failure(error))
         }
     }
 }

@@ -69,6 +69,10 @@ final class CurlTransfer {
             }
             // Large socket reads; probes keep libcurl's default buffer.
             rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
+        case .document(let request, _, _):
+            url = request.url
+            headers = request.headers.merging(request.conditionalHeaders) { _, conditional in conditional }
+            rangefs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.timeInterval * 1000)))
         }
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
         rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -154,25 +158,46 @@ final class CurlTransfer {
                 failure = .protocolViolation("server sent more than the \(wanted) bytes asked for")
                 return .abort
             }
-            if coalesced == nil { coalesced = CoalescingBuffer(capacity: Self.receiveBufferBytes) }
-            if !coalesced!.append(bytes) {
-                guard storePending() else { return .abort }
-                _ = coalesced!.append(bytes)
+            return gather(bytes)
+        case .document(let request, _, _):
+            guard bodyBytes + UInt64(bytes.count) <= request.maxBytes else {
+                failure = request.tooLong(bodyBytes + UInt64(bytes.count), announced: false)
+                return .abort
             }
-            bodyBytes += UInt64(bytes.count)
-            return .taken
+            return gather(bytes)
         }
+    }
+
+    /// Keeps body bytes for the sink; writes out what was gathered first when they do not fit.
+    private func gather(_ bytes: UnsafeRawBufferPointer) -> Reception {
+        if coalesced == nil { coalesced = CoalescingBuffer(capacity: Self.receiveBufferBytes) }
+        if !coalesced!.append(bytes) {
+            guard storePending() else { return .abort }
+            _ = coalesced!.append(bytes)
+        }
+        bodyBytes += UInt64(bytes.count)
+        return .taken
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the
     /// transfer has then failed.
     func storePending() -> Bool {
-        guard failure == nil, case .range(let request, let sink, _) = spec,
-              let buffer = coalesced, buffer.count > 0 else { return failure == nil }
+        guard failure == nil, let buffer = coalesced, buffer.count > 0 else { return failure == nil }
         defer { buffer.removeAll() }
-        guard sink(buffer.bytes, request.range.lowerBound + storedBytes) else {
-            failure = .localStorage("the cache could not store the data")
-            return false
+        switch spec {
+        case .range(let request, let sink, _):
+            guard sink(buffer.bytes, request.range.lowerBound + storedBytes) else {
+                failure = .localStorage("the cache could not store the data")
+                return false
+            }
+        case .document(_, let sink, _):
+            // The receiver stopped the transfer on purpose.
+            guard sink(buffer.bytes) else {
+                failure = .cancelled
+                return false
+            }
+        case .probe:
+            break
         }
         storedBytes += UInt64(buffer.count)
         return true
@@ -193,6 +218,8 @@ final class CurlTransfer {
             }
         case .range(let request, _, _):
             verdict = ResponseCheck.range(reply, for: request)
+        case .document(let request, _, _):
+            verdict = ResponseCheck.document(reply, for: request)
         }
         // The checks are pure; the server's `Retry-After` is read here, where dates are parsed.
         if case .status(let code, _) = verdict { return .status(code, retryAfter: retryAfter) }
@@ -256,6 +283,22 @@ final class CurlTransfer {
                 completion(.failure(.protocolViolation("short body: \(storedBytes) of \(request.range.count) bytes")))
             } else {
                 completion(.success(()))
+            }
+        case .document(let request, _, let completion):
+            if let failure {
+                completion(.failure(failure))
+            } else if curlResult != CURLE_OK {
+                completion(.failure(transportError(curlResult)))
+            } else {
+                let reply = responseFacts
+                let notModified = reply.status == 304
+                var validator = reply.validator
+                if notModified, validator.etag == nil, validator.lastModified == nil, let held = request.heldVersion {
+                    validator = held
+                }
+                completion(.success(DocumentReply(notModified: notModified, validator: validator,
+                                                  contentType: header("Content-Type"),
+                                                  finalURL: effectiveURL ?? request.url, modified: modified)))
             }
         }
         return nil

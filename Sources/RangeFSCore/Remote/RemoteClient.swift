@@ -170,6 +170,10 @@ public protocol RemoteClient: Sendable {
     /// Streams `request.range` into `sink`; completes once every byte was delivered or on the first error.
     func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
                completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void)
+    /// Streams a whole document (any length up to `request.maxBytes`, chunked or not) into
+    /// `sink`; completes with how the server answered, or on the first error.
+    func fetchDocument(_ request: DocumentRequest, sink: @escaping DocumentBodySink,
+                       completion: @escaping @Sendable (Result<DocumentReply, RemoteError>) -> Void)
     /// Holds every background transfer where it is (running ones too) until resumed.
     func setBackgroundPaused(_ paused: Bool)
     /// Stops every transfer (each completes with `.cancelled`) and the client's thread.

@@ -70,6 +70,24 @@ enum ResponseCheck {
             .map { versionMismatch($0, redirected: reply.redirected) }
     }
 
+    /// A whole document: `200` (or `304` to a conditional request), not encoded, and not
+    /// announced longer than the cap. A chunked reply has no length to check here; the
+    /// transfer counts its bytes as they come.
+    static func document(_ reply: ResponseFacts, for request: DocumentRequest) -> RemoteError? {
+        switch reply.status {
+        case 200:
+            if let encoded = encodingProblem(reply) { return encoded }
+            if let length = reply.contentLength, length > request.maxBytes {
+                return request.tooLong(length, announced: true)
+            }
+            return nil
+        case 304 where request.heldVersion != nil:
+            return nil
+        default:
+            return .status(reply.status, retryAfter: nil)
+        }
+    }
+
     /// The size a probe's reply states, or why it cannot be trusted.
     static func probedSize(_ reply: ResponseFacts, firstByte: Bool) -> Result<UInt64, RemoteError> {
         // An encoded reply's lengths are those of the encoding, not of the file.

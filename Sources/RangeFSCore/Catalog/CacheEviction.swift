@@ -2,17 +2,39 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Keeping the cache within `--cache-max-size` and the free-space floor: what changes the
-/// cached bytes, and eviction of least recently used files nobody has open.
-extension FileCatalog {
+/// Keeps the cache within `--cache-max-size` and the free-space floor: counts what changes the
+/// cached bytes, and evicts least recently used files nobody has open, partial ones first.
+/// Every eviction runs on the committer's queue, one at a time, after the commits before it.
+final class CacheEviction: Sendable {
+    /// The limits and the bytes counted against them.
+    let budget: CacheBudget
+    private let files: SizeDiscovery
+    private let environment: FetchEnvironment
+    /// An eviction pass is queued on the committer (leaf lock).
+    private let evictionScheduled = Mutex(false)
+    /// When a read last found nothing to evict: reads at the limits do not search again at
+    /// once (leaf lock).
+    private let futileEviction = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(budget: CacheBudget, files: SizeDiscovery, environment: FetchEnvironment) {
+        self.budget = budget
+        self.files = files
+        self.environment = environment
+    }
+
     func cachedBytesChanged(by delta: Int64) {
         budget.add(delta)
         if delta > 0 { keepWithinLimits() }
     }
 
+    /// A file was closed and may be evicted now: the next read at the limits looks again.
+    func fileClosed() {
+        futileEviction.withLock { $0 = nil }
+    }
+
     /// Evicts (on the committer's queue) if the cache is over its limits: after it grew, or
     /// when another program took the free space below the floor.
-    public func keepWithinLimits() {
+    func keepWithinLimits() {
         guard budget.excess > 0 else { return }
         let first = evictionScheduled.withLock { scheduled in
             defer { scheduled = true }
@@ -59,33 +81,38 @@ extension FileCatalog {
         return excess
     }
 
-    /// Drops a file's cached data if nobody uses it; returns the bytes freed.
-    /// Runs on the committer's queue.
+    /// Drops the cached data of the file of `record` (its database record) if nobody uses it;
+    /// returns the bytes freed, or nil when it is in use. Runs on the committer's queue; no
+    /// lock is held across its system calls or database calls.
     @discardableResult
     func evict(_ record: CachedFileRecord) -> UInt64? {
         let key = record.url
-        let freed = slots.withLock { slots -> UInt64? in
-            if case .ready(let file) = slots[key] {
-                return file.evictIfIdle()
-            }
-            // Not loaded: nothing can be using it; update what a later load will see.
-            let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
-            let empty = BlockBitmap(blockCount: layout.blockCount)
-            let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
-            storedRecords.withLock { records in
-                records[key]?.bitmap = Data(empty.serialized)
-                records[key]?.state = .remote
-            }
-            unlink(environment.directory.dataPath(name: record.dataName, complete: false))
-            unlink(environment.directory.dataPath(name: record.dataName, complete: true))
-            return min(record.size, UInt64(present?.presentCount ?? 0) * record.blockSize)
-        }
-        guard let freed else { return nil }
-        CrashPoint.reached(.eviction)
         let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+        let empty = BlockBitmap(blockCount: layout.blockCount).serialized
+        let state: CacheState = layout.blockCount == 0 ? .complete : .remote
+        let freed: UInt64
+        var newDataName: String?
+        if case let (emptied, previousDataName)? = files.emptyStoredRecord(record) {
+            // Not loaded, so nobody is using it; a load from now on uses the new data name.
+            for name in Set([previousDataName, record.dataName]) {
+                unlink(environment.directory.dataPath(name: name, complete: false))
+                unlink(environment.directory.dataPath(name: name, complete: true))
+            }
+            let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))?.presentCount ?? 0
+            freed = min(record.size, UInt64(present) * record.blockSize)
+            newDataName = emptied.dataName
+        } else if let file = files.loadedFile(key), let bytes = file.evictIfIdle() {
+            freed = bytes
+        } else {
+            return nil
+        }
+        CrashPoint.reached(.eviction)
         do {
-            try environment.store.commitBlocks(url: key, bitmap: BlockBitmap(blockCount: layout.blockCount).serialized,
-                                               state: layout.blockCount == 0 ? .complete : .remote)
+            if let newDataName {
+                try environment.store.emptyBlocks(url: key, bitmap: empty, state: state, dataName: newDataName)
+            } else {
+                try environment.store.commitBlocks(url: key, bitmap: empty, state: state)
+            }
         } catch {
             environment.logger.error("cannot record the eviction of \(URL(string: key)?.redactedForDisplay ?? key): \(error)")
         }

@@ -15,7 +15,7 @@ extension FileCatalog {
             for index in targets {
                 let entry = manifest.entries[index]
                 guard let record = records[entry.urlString], record.state != .remote else { continue }
-                if record.pinned || evict(record) == nil { busy.append(entry.path.description) }
+                if record.pinned || eviction.evict(record) == nil { busy.append(entry.path.description) }
             }
         }
         return busy
@@ -28,7 +28,7 @@ extension FileCatalog {
         let manifest = self.manifest
         let indices = activeEntries.filter { index in
             if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 || file.isRejected }
-            let stored = storedRecords.withLock { $0[manifest.entries[index].urlString] }
+            let stored = files.storedRecord(manifest.entries[index].urlString)
             return stored.map { $0.state != .remote } ?? false
         }
         let problems = Mutex<[String]>([])

@@ -2,18 +2,21 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The remote files of a mount, by URL: finds each one's size on first use (once, however
-/// many callers ask at the same time), remembers it in the cache database, and hands out
-/// the `CachedFile` that serves its reads. By job: this file holds the entry table, the files
-/// by URL and refresh; `+SizeProbes` finds sizes, `+Limits` keeps the cache within its limits,
-/// `+Commands` serves evict, verify and pin, `+Listings` probes ahead of directory listings.
+/// The remote files of a mount: the table of manifest entries and its refresh, which files
+/// readers use, and the events that reach the rest of the mount. The jobs under it are parts of
+/// their own: `SizeDiscovery` finds and loads each entry's `CachedFile`, `CacheEviction` keeps
+/// the cache within its limits; `+Commands` serves evict, verify and pin, `+Listings` finds sizes
+/// ahead of directory listings.
+///
+/// Locks (each a leaf: none is held while another lock is taken): `table`, `usage`,
+/// `rangeIgnoringServers`, the two handlers. The parts' own locks are described where declared.
 public final class FileCatalog: Sendable {
     /// Every entry this mount has known, append-only: an index keeps meaning the same entry
     /// across `rangefs refresh`, so work started before a refresh never lands on another file.
     public var manifest: Manifest { table.withLock { $0.all } }
     /// The entries of the current manifest, in its order (indices into `manifest.entries`).
     public var activeEntries: [Int] { table.withLock { $0.active } }
-    let table: Mutex<EntryTable>
+    private let table: Mutex<EntryTable>
 
     struct EntryTable {
         var all: Manifest
@@ -22,30 +25,15 @@ public final class FileCatalog: Sendable {
     let environment: FetchEnvironment
     /// The mount's counters.
     public var metrics: MountMetrics { environment.metrics }
-    let blockSize: UInt64
-    /// What the database knew when the mount started, for files not loaded yet (eviction
-    /// empties their bitmaps here too).
-    let storedRecords: Mutex<[String: CachedFileRecord]>
+    let files: SizeDiscovery
+    let eviction: CacheEviction
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
-    public let budget: CacheBudget
-    /// Lock order: `slots` → `storedRecords` (forget, evict) and `slots` → a `CachedFile`'s state
-    /// lock (`evict` asks the file under it); a file's state lock takes no lock of the catalog
-    /// but the leaf `evictionScheduled` (see `CachedFile.state`).
-    let slots = Mutex<[String: Slot]>([:])
-    /// Size probes wait here for their turn (set once in `init`).
-    let probes = Mutex<ProbeQueue?>(nil)
-    let usage = Mutex(FileUsage())
-    /// Why the last size probe of a URL failed, until one succeeds.
-    let probeFailures = Mutex<[String: String]>([:])
-    let rangeIgnoringServers: Mutex<Set<String>>
-    let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
-    let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
-    /// Probed records waiting to be saved; a directory walk probes thousands.
-    let unsavedRecords = Mutex<(records: [CachedFileRecord], saveScheduled: Bool)>(([], false))
-    /// An eviction pass is queued on the committer (leaf lock).
-    let evictionScheduled = Mutex(false)
-    /// When a read last found nothing to evict: reads at the limits do not search again at once.
-    let futileEviction = Mutex<ContinuousClock.Instant?>(nil)
+    public var budget: CacheBudget { eviction.budget }
+    private let usage = Mutex(FileUsage())
+    /// Servers found to ignore ranges (`scheme://host:port`), remembered across mounts.
+    private let rangeIgnoringServers: Mutex<Set<String>>
+    private let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
 
     /// Which files readers use, so background work can serve them first.
     struct FileUsage {
@@ -54,41 +42,28 @@ public final class FileCatalog: Sendable {
         var everOpened: [String] = []
     }
 
-    enum Slot {
-        /// The entry whose probe finds the size (entries may share a URL), and who waits for it.
-        case probing(entry: Int, [@Sendable (Result<CachedFile, FetchError>) -> Void])
-        case ready(CachedFile)
-    }
-
     public init(manifest: Manifest, blockSize: UInt64, limits: CacheLimits = CacheLimits(),
                 environment: FetchEnvironment) throws {
         precondition(blockSize > 0, "block size must be positive")
         table = Mutex(EntryTable(all: manifest, active: Array(manifest.entries.indices)))
-        self.blockSize = blockSize
         self.environment = environment
         let records = try environment.store.allRecords()
-        storedRecords = Mutex(records)
         let cached = records.values.reduce(UInt64(0)) { total, record in
             let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
             let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))?.presentCount ?? 0
             return total + min(record.size, UInt64(present) * record.blockSize)
         }
-        budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
+        let budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
         let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
         rangeIgnoringServers = Mutex(Set(ignoring.split(separator: "\n").map(String.init)))
-        let queue = ProbeQueue { [weak self] index in
-            guard let self else { return }
-            // `self.`: the parameter `manifest` is the one the mount started with, not the current one.
-            let entry = self.manifest.entries[index]
-            // Its turn came after the size was already found (a probe queued twice).
-            guard isAwaitingProbe(entry.urlString, by: index) else { return probeQueue.finished(index) }
-            probe(entry, index: index)
-        }
-        probes.withLock { $0 = queue }
-    }
-
-    var probeQueue: ProbeQueue {
-        probes.withLock { $0! }
+        // The parts call back into the catalog only through these closures, set up before any
+        // file is made. `weak`: the parts live as long as the catalog, never longer.
+        let catalog = WeakCatalog()
+        files = SizeDiscovery(records: records, blockSize: blockSize, environment: environment,
+                              entryAt: { index in catalog.value?.manifest.entries[index] },
+                              makeFile: { record, entry in catalog.value?.makeFile(record: record, entry: entry) })
+        eviction = CacheEviction(budget: budget, files: files, environment: environment)
+        catalog.value = self
     }
 
     /// The file for a manifest entry, once its size is known (at once when it already is, or
@@ -96,32 +71,7 @@ public final class FileCatalog: Sendable {
     /// turn among the other probes according to `priority`.
     public func file(forEntry index: Int, priority: ProbePriority = .reader,
                      completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
-        let entry = manifest.entries[index]
-        let key = entry.urlString
-        enum Next { case ready(CachedFile), probe(entry: Int) }
-        let next = slots.withLock { slots -> Next in
-            switch slots[key] {
-            case .ready(let file):
-                return .ready(file)
-            case .probing(let prober, var waiting):
-                waiting.append(completion)
-                slots[key] = .probing(entry: prober, waiting)
-                return .probe(entry: prober)
-            case nil:
-                if let record = storedRecords.withLock({ $0[key] }) {
-                    let file = makeFile(record: record, entry: entry)
-                    slots[key] = .ready(file)
-                    return .ready(file)
-                }
-                slots[key] = .probing(entry: index, [completion])
-                return .probe(entry: index)
-            }
-        }
-        switch next {
-        case .ready(let file): completion(.success(file))
-        // Also moves a queued probe up when a reader now waits on it.
-        case .probe(let prober): probeQueue.enqueue(prober, priority: priority)
-        }
+        files.file(for: manifest.entries[index], index: index, priority: priority, completion: completion)
     }
 
     /// Opens a handle on an entry's file (finding its size first if need be).
@@ -140,8 +90,7 @@ public final class FileCatalog: Sendable {
                         usage.openHandles[key, default: 1] -= 1
                         if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
                     }
-                    // A closed file may be evicted now: the next read at the limits looks again.
-                    futileEviction.withLock { $0 = nil }
+                    eviction.fileClosed()
                 }
                 activityHandler.withLock { $0 }?()
                 return handle
@@ -154,12 +103,7 @@ public final class FileCatalog: Sendable {
         let (open, earlier) = usage.withLock { usage in
             (usage.everOpened.filter { usage.openHandles[$0] != nil }, usage.everOpened.filter { usage.openHandles[$0] == nil })
         }
-        return slots.withLock { slots in
-            (open + earlier).compactMap { key in
-                if case .ready(let file) = slots[key] { return file }
-                return nil
-            }
-        }
+        return files.loadedFiles(open + earlier)
     }
 
     /// Called (on whatever thread) when a remote file turned out to have changed, so that what
@@ -181,21 +125,25 @@ public final class FileCatalog: Sendable {
 
     /// The file for an entry if its size is already known, without waiting.
     public func knownFile(forEntry index: Int) -> CachedFile? {
-        let key = manifest.entries[index].urlString
-        return slots.withLock { slots in
-            if case .ready(let file) = slots[key] { return file }
-            return nil
-        }
+        files.loadedFile(manifest.entries[index].urlString)
     }
 
     /// The total size of the files whose size is known, for `statfs`.
-    public var knownBytes: UInt64 {
-        slots.withLock { slots in
-            slots.values.reduce(0) { total, slot in
-                if case .ready(let file) = slot { return total + file.layout.fileSize }
-                return total
-            }
-        }
+    public var knownBytes: UInt64 { files.loadedBytes }
+
+    /// Why finding the entry's size failed last time, if it did.
+    public func probeFailure(forEntry index: Int) -> String? {
+        files.probeFailure(manifest.entries[index].urlString)
+    }
+
+    /// Evicts (on the committer's queue) if the cache is over its limits.
+    public func keepWithinLimits() {
+        eviction.keepWithinLimits()
+    }
+
+    /// Background work needs `bytes` more than fit: evicts for them and waits.
+    func makeRoom(forRead bytes: UInt64) {
+        eviction.makeRoom(forRead: bytes)
     }
 
     func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
@@ -203,10 +151,10 @@ public final class FileCatalog: Sendable {
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
                                       rejected: { [self] file in remoteChangeHandler.withLock { $0 }?(file.url) },
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
-                                      cachedBytesChanged: { [self] delta in cachedBytesChanged(by: delta) },
-                                      makeRoom: { [self] bytes in makeRoom(forRead: bytes) })
+                                      cachedBytesChanged: { [eviction] delta in eviction.cachedBytesChanged(by: delta) },
+                                      makeRoom: { [eviction] bytes in eviction.makeRoom(forRead: bytes) })
         return CachedFile(record: record, url: entry.url, headers: entry.headers, expectedSHA256: entry.sha256,
-                          environment: environment, budget: budget, serverIgnoresRanges: ignoresRanges, events: events)
+                          environment: environment, budget: eviction.budget, serverIgnoresRanges: ignoresRanges, events: events)
     }
 
     /// `scheme://host:port`: servers ignore ranges as a whole, not per file.
@@ -233,11 +181,7 @@ public final class FileCatalog: Sendable {
     /// look-up finds the new size and starts over. Readers still holding it get EIO.
     func forget(_ file: CachedFile) {
         let key = file.url.absoluteString
-        slots.withLock { slots in
-            if case .ready(let current) = slots[key], current === file { slots[key] = nil }
-            // Also what the mount started with: the next look-up must ask the server again.
-            storedRecords.withLock { _ = $0.removeValue(forKey: key) }
-        }
+        files.forget(file)
         remoteChangeHandler.withLock { $0 }?(file.url)
         let store = environment.store
         let directory = environment.directory
@@ -303,4 +247,11 @@ public final class FileCatalog: Sendable {
         environment.client.shutdown()
         environment.committer.drain()
     }
+}
+
+/// The catalog as its parts' closures see it: set once, at the end of `FileCatalog.init`,
+/// before any closure can run (no file exists before then), and only read afterwards.
+/// `@unchecked Sendable`: written once before it is shared, read only after.
+private final class WeakCatalog: @unchecked Sendable {
+    weak var value: FileCatalog?
 }

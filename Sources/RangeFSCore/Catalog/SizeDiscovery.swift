@@ -1,0 +1,254 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The mount's loaded files, by URL, and how each is found: a file the cache database remembers
+/// is loaded from its record; any other has its size and validator asked of the server once,
+/// however many callers wait, in its turn among the other probes (`ProbeQueue`), retried when
+/// transient. What a probe finds is saved in batches so a remount knows it without asking.
+final class SizeDiscovery: Sendable {
+    enum Slot {
+        /// The entry whose probe finds the size (entries may share a URL), and who waits for it.
+        case probing(entry: Int, [@Sendable (Result<CachedFile, FetchError>) -> Void])
+        case ready(CachedFile)
+    }
+
+    /// Lock order: `slots` → `storedRecords`. `slots` is never held while a `CachedFile`'s state
+    /// lock is taken, nor across a system call or a database call.
+    private let slots = Mutex<[String: Slot]>([:])
+    /// What the database knew when the mount started, for files not loaded yet (eviction empties
+    /// their bitmaps here too, so a later load starts from what is left).
+    private let storedRecords: Mutex<[String: CachedFileRecord]>
+    /// Why the last size probe of a URL failed, until one succeeds (leaf lock).
+    private let probeFailures = Mutex<[String: String]>([:])
+    /// Probed records waiting to be saved; a directory walk probes thousands (leaf lock).
+    private let unsavedRecords = Mutex<(records: [CachedFileRecord], saveScheduled: Bool)>(([], false))
+    /// Size probes wait here for their turn (set once in `init`, leaf lock).
+    private let probes = Mutex<ProbeQueue?>(nil)
+
+    private let environment: FetchEnvironment
+    private let blockSize: UInt64
+    /// The entry a probe queued by index is for (the catalog's current table); nil once the
+    /// catalog is gone (an unmount with probes still running).
+    private let entryAt: @Sendable (Int) -> ManifestEntry?
+    /// Builds the `CachedFile` of a record for an entry (the catalog wires its events); nil
+    /// once the catalog is gone.
+    private let makeFile: @Sendable (CachedFileRecord, ManifestEntry) -> CachedFile?
+
+    init(records: [String: CachedFileRecord], blockSize: UInt64, environment: FetchEnvironment,
+         entryAt: @escaping @Sendable (Int) -> ManifestEntry?,
+         makeFile: @escaping @Sendable (CachedFileRecord, ManifestEntry) -> CachedFile?) {
+        storedRecords = Mutex(records)
+        self.blockSize = blockSize
+        self.environment = environment
+        self.entryAt = entryAt
+        self.makeFile = makeFile
+        let queue = ProbeQueue { [weak self] index in
+            guard let self else { return }
+            guard let entry = entryAt(index) else { return probeQueue.finished(index) }
+            // Its turn came after the size was already found (a probe queued twice).
+            guard isAwaitingProbe(entry.urlString, by: index) else { return probeQueue.finished(index) }
+            probe(entry, index: index)
+        }
+        probes.withLock { $0 = queue }
+    }
+
+    private var probeQueue: ProbeQueue {
+        probes.withLock { $0! }
+    }
+
+    // MARK: Finding a file
+
+    /// The file of `entry` (number `index`), at once when it is loaded or remembered, else once
+    /// a probe found its size; the probe waits its turn according to `priority`.
+    func file(for entry: ManifestEntry, index: Int, priority: ProbePriority,
+              completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
+        let key = entry.urlString
+        enum Next { case ready(CachedFile), probe(entry: Int), unmounting }
+        let next = slots.withLock { slots -> Next in
+            switch slots[key] {
+            case .ready(let file):
+                return .ready(file)
+            case .probing(let prober, var waiting):
+                waiting.append(completion)
+                slots[key] = .probing(entry: prober, waiting)
+                return .probe(entry: prober)
+            case nil:
+                if let record = storedRecords.withLock({ $0[key] }) {
+                    guard let file = makeFile(record, entry) else { return .unmounting }
+                    slots[key] = .ready(file)
+                    return .ready(file)
+                }
+                slots[key] = .probing(entry: index, [completion])
+                return .probe(entry: index)
+            }
+        }
+        switch next {
+        case .ready(let file): completion(.success(file))
+        // Also moves a queued probe up when a reader now waits on it.
+        case .probe(let prober): probeQueue.enqueue(prober, priority: priority)
+        case .unmounting: completion(.failure(FetchError(entry.url, .unmounting)))
+        }
+    }
+
+    /// The loaded file of a URL, without waiting.
+    func loadedFile(_ key: String) -> CachedFile? {
+        slots.withLock { slots in
+            if case .ready(let file) = slots[key] { return file }
+            return nil
+        }
+    }
+
+    /// The loaded files among `keys`, in their order.
+    func loadedFiles(_ keys: [String]) -> [CachedFile] {
+        slots.withLock { slots in
+            keys.compactMap { key in
+                if case .ready(let file) = slots[key] { return file }
+                return nil
+            }
+        }
+    }
+
+    /// The total size of the loaded files, for `statfs`.
+    var loadedBytes: UInt64 {
+        slots.withLock { slots in
+            slots.values.reduce(0) { total, slot in
+                if case .ready(let file) = slot { return total + file.layout.fileSize }
+                return total
+            }
+        }
+    }
+
+    /// What the database remembered of a URL at mount time, for a file not loaded.
+    func storedRecord(_ key: String) -> CachedFileRecord? {
+        storedRecords.withLock { $0[key] }
+    }
+
+    /// Why finding the size of a URL failed last time, if it did.
+    func probeFailure(_ key: String) -> String? {
+        probeFailures.withLock { $0[key] }
+    }
+
+    // MARK: Forgetting
+
+    /// This version of the file is gone: the next look-up asks the server again (also when the
+    /// mount started with a record of it).
+    func forget(_ file: CachedFile) {
+        let key = file.url.absoluteString
+        slots.withLock { slots in
+            if case .ready(let current) = slots[key], current === file { slots[key] = nil }
+            storedRecords.withLock { _ = $0.removeValue(forKey: key) }
+        }
+    }
+
+    /// Eviction of a file that is not loaded (`saved` is its database record): the remembered
+    /// record loses its blocks and gets a new data file name, so a load from now on never opens
+    /// the files the caller is about to remove. Returns the emptied record, or nil when the file
+    /// is loaded (ask it instead), with the data file name it had.
+    func emptyStoredRecord(_ saved: CachedFileRecord) -> (emptied: CachedFileRecord, previousDataName: String)? {
+        let key = saved.url
+        return slots.withLock { slots -> (CachedFileRecord, String)? in
+            guard slots[key] == nil else { return nil }
+            return storedRecords.withLock { records -> (CachedFileRecord, String) in
+                var record = records[key] ?? saved
+                let previousDataName = record.dataName
+                let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
+                record.bitmap = Data(BlockBitmap(blockCount: layout.blockCount).serialized)
+                record.state = layout.blockCount == 0 ? .complete : .remote
+                record.dataName = Self.newDataName()
+                if records[key] != nil { records[key] = record }
+                return (record, previousDataName)
+            }
+        }
+    }
+
+    static func newDataName() -> String {
+        UUID().uuidString.lowercased()
+    }
+
+    // MARK: Probing
+
+    private func probe(_ entry: ManifestEntry, index: Int, attempt: Int = 1) {
+        environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
+            if case .failure(let error) = result, let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
+                environment.logger.debug("size of \(entry.url.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+                    probe(entry, index: index, attempt: attempt + 1)
+                }
+                return
+            }
+            finishProbe(of: entry, index: index, with: result)
+        }
+    }
+
+    private func finishProbe(of entry: ManifestEntry, index: Int, with result: Result<RemoteFileInfo, RemoteError>) {
+        let key = entry.urlString
+        let outcome: Result<CachedFile, FetchError>
+        switch result {
+        case .success(let info):
+            let record = CachedFileRecord(
+                url: key, dataName: Self.newDataName(), size: info.size,
+                etag: info.validator.etag, lastModified: info.validator.lastModified,
+                modified: info.modified?.timeIntervalSince1970, blockSize: blockSize,
+                bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: info.size, blockSize: blockSize).blockCount).serialized),
+                state: info.size == 0 ? .complete : .remote, failure: nil,
+                lastAccess: Date().timeIntervalSince1970, pinned: false,
+                location: info.finalURL?.absoluteString)
+            remember(record)
+            probeFailures.withLock { $0[key] = nil }
+            outcome = makeFile(record, entry).map { .success($0) } ?? .failure(FetchError(entry.url, .unmounting))
+        case .failure(let error):
+            let repeated = probeFailures.withLock { failures in
+                defer { failures[key] = error.description }
+                return failures[key] == error.description
+            }
+            // Said once per failure, not once per look-up that runs into it.
+            if !repeated {
+                environment.logger.error("size of \(entry.url.redactedForDisplay) unknown: \(error)")
+            }
+            outcome = .failure(FetchError(entry.url, .remote(error)))
+        }
+        let waiting = slots.withLock { slots -> [@Sendable (Result<CachedFile, FetchError>) -> Void] in
+            guard case .probing(_, let waiting) = slots[key] else { return [] }
+            switch outcome {
+            case .success(let file): slots[key] = .ready(file)
+            // A failed probe is not remembered: the next look-up asks again.
+            case .failure: slots[key] = nil
+            }
+            return waiting
+        }
+        probeQueue.finished(index)
+        // Looked up again just as this probe failed: that look-up needs a probe of its own.
+        if isAwaitingProbe(key, by: index) { probeQueue.enqueue(index, priority: .reader) }
+        for completion in waiting { completion(outcome) }
+    }
+
+    /// True while the slot of `key` waits for a probe of entry `index`.
+    private func isAwaitingProbe(_ key: String, by index: Int) -> Bool {
+        slots.withLock { slots in
+            if case .probing(index, _) = slots[key] { return true }
+            return false
+        }
+    }
+
+    /// Saves what a probe found, so a remount knows the size without asking. Records are saved
+    /// in batches, one transaction each, on the commit queue: every commit of a file's blocks
+    /// is scheduled after its probe, so it still finds the record saved.
+    private func remember(_ record: CachedFileRecord) {
+        let first = unsavedRecords.withLock { unsaved -> Bool in
+            unsaved.records.append(record)
+            defer { unsaved.saveScheduled = true }
+            return !unsaved.saveScheduled
+        }
+        guard first else { return }
+        let store = environment.store
+        let logger = environment.logger
+        environment.committer.schedule { [self] in
+            let records = unsavedRecords.withLock { unsaved in
+                defer { unsaved = ([], false) }
+                return unsaved.records
+            }
+            do { try store.save(records) } catch { logger.error("\(error)") }
+        }
+    }
+}

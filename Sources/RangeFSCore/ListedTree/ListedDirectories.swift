@@ -1,0 +1,231 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// What the server said of a directory's listing.
+public enum ListingAnswer: Sendable {
+    /// The held listing is current (`304`); the validator to keep.
+    case unchanged(RemoteValidator?)
+    case listed([ListedChild], RemoteValidator?)
+}
+
+/// Fetches the listing of one directory URL: its children, or why they could not be had.
+/// `heldVersion` is the validator of the listing held, for a conditional request.
+public protocol DirectoryLister: Sendable {
+    func list(_ url: URL, heldVersion: RemoteValidator?,
+              completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void)
+}
+
+/// The directories of a mount made from a server's listings, listed as they are first looked
+/// at: a bounded number of listings at once, every caller waiting on a directory answered once
+/// its listing is in. After each listing the mount is shown the grown tree (`onChange`) before
+/// the callers waiting on it go on, so they find what it listed. Listings are kept (`save`) and
+/// shown again at the next mount at once; one older than `maxAge` is asked again, with its
+/// validator, when next looked at, while the caller goes on with what is known.
+public final class ListedDirectories: Sendable {
+    public typealias Completion = @Sendable (Result<Void, FetchError>) -> Void
+    /// What the mount shows: the files of the listed directories as a manifest, and every
+    /// known directory (listed or not).
+    public typealias Snapshot = (manifest: Manifest, directories: [EntryPath])
+
+    private struct State {
+        var tree: ListedTree
+        /// Callers waiting per directory path; a path here is queued or being listed.
+        var waiting: [String: [Completion]] = [:]
+        var queue: [String] = []
+        var inFlight = 0
+    }
+
+    public struct Settings: Sendable {
+        /// Listings fetched at once, however many directories are looked at.
+        public var maxInFlight = 4
+        /// Directories deeper than this below the root are not shown.
+        public var maxDepth = 32
+        /// A listing older than this is asked again when next looked at (`--dir-cache-time`).
+        public var maxAge: Duration = .seconds(300)
+
+        public init() {}
+    }
+
+    /// Taken alone: no other lock is taken and no call made while it is held.
+    private let state: Mutex<State>
+    private let lister: any DirectoryLister
+    private let settings: Settings
+    private let source: String
+    private let logger: Logger
+    private let onChange: @Sendable (Snapshot) -> Void
+    /// Keeps a listing (by directory URL) for the next mount.
+    private let save: @Sendable (URL, StoredListing) -> Void
+    /// Shows each change in turn, so an older tree is never shown after a newer one.
+    private let publisher = DispatchQueue(label: "rangefs.listed-tree")
+
+    /// - Parameter stored: the listings an earlier mount kept, by directory URL.
+    public init(root: URL, lister: any DirectoryLister, settings: Settings = Settings(),
+                stored: [String: StoredListing] = [:], logger: Logger,
+                save: @escaping @Sendable (URL, StoredListing) -> Void = { _, _ in },
+                onChange: @escaping @Sendable (Snapshot) -> Void) {
+        var tree = ListedTree(root: root, maxDepth: settings.maxDepth)
+        tree.restore(from: stored)
+        state = Mutex(State(tree: tree))
+        self.lister = lister
+        self.settings = settings
+        source = root.redactedForDisplay
+        self.logger = logger
+        self.save = save
+        self.onChange = onChange
+    }
+
+    /// What is known now (an empty tree before the root is listed).
+    public var snapshot: Snapshot {
+        state.withLock { $0.tree.snapshot(source: source) }
+    }
+
+    public func isListed(_ path: EntryPath?) -> Bool {
+        state.withLock { $0.tree.isListed(path?.description ?? "") }
+    }
+
+    /// Calls `completion` once the directory at `path` (nil: the root) is listed: at once when
+    /// it is, or when the tree has no directory there (the caller then finds nothing in it).
+    public func ensureListed(_ path: EntryPath?, completion: @escaping Completion) {
+        let key = path?.description ?? ""
+        let now = Date()
+        let maxAge = settings.maxAge.timeInterval
+        enum Next { case answer, wait, answerAndRevalidate }
+        let next = state.withLock { state -> Next in
+            guard state.tree.url(of: key) != nil else { return .answer }
+            if state.tree.isListed(key) {
+                // Stale: asked again in the background (once), the caller goes on with what is known.
+                guard state.tree.isStale(key, now: now, maxAge: maxAge), state.waiting[key] == nil else { return .answer }
+                state.waiting[key] = []
+                state.queue.append(key)
+                return .answerAndRevalidate
+            }
+            if state.waiting[key] != nil {
+                state.waiting[key]!.append(completion)
+            } else {
+                state.waiting[key] = [completion]
+                state.queue.append(key)
+            }
+            return .wait
+        }
+        switch next {
+        case .answer:
+            completion(.success(()))
+        case .wait:
+            startQueued()
+        case .answerAndRevalidate:
+            completion(.success(()))
+            startQueued()
+        }
+    }
+
+    /// Lists every listed directory again (`rangefs refresh`), waiting at most `timeout`; a
+    /// directory whose listing fails keeps what it showed. Returns the failures.
+    public func relistAll(timeout: Duration) -> [FetchError] {
+        let listed = state.withLock { state in
+            state.tree.directories.filter { $0.value.children != nil }.map { ($0.key, $0.value.url, $0.value.validator) }
+        }
+        let failures = Mutex<[FetchError]>([])
+        let group = DispatchGroup()
+        for (path, url, validator) in listed {
+            group.enter()
+            lister.list(url, heldVersion: validator) { [self] result in
+                switch result {
+                case .success(let answer): record(answer, at: path)
+                case .failure(let error): failures.withLock { $0.append(error) }
+                }
+                group.leave()
+            }
+        }
+        if group.wait(timeout: .now() + timeout.timeInterval) == .timedOut {
+            failures.withLock { $0.append(FetchError(source, .timedOut(timeout))) }
+        }
+        return failures.withLock { $0 }
+    }
+
+    /// Shows the tree as it is now, after every change queued before (for `rangefs refresh`).
+    public func showNow() {
+        publisher.sync { onChange(snapshot) }
+    }
+
+    // MARK: Listing
+
+    private func startQueued() {
+        while let (path, url, validator) = nextToList() {
+            lister.list(url, heldVersion: validator) { [self] result in finished(path, result) }
+        }
+    }
+
+    private func nextToList() -> (String, URL, RemoteValidator?)? {
+        state.withLock { state in
+            while state.inFlight < settings.maxInFlight, !state.queue.isEmpty {
+                let path = state.queue.removeFirst()
+                guard let directory = state.tree.directories[path] else {
+                    // Gone since it was queued (its parent was listed again without it).
+                    for completion in state.waiting.removeValue(forKey: path) ?? [] {
+                        DispatchQueue.global().async { completion(.success(())) }
+                    }
+                    continue
+                }
+                state.inFlight += 1
+                // Only a listing held may be asked for conditionally.
+                return (path, directory.url, directory.children == nil ? nil : directory.validator)
+            }
+            return nil
+        }
+    }
+
+    private func finished(_ path: String, _ result: Result<ListingAnswer, FetchError>) {
+        let (waiting, wasListed) = state.withLock { state in
+            state.inFlight -= 1
+            return (state.waiting.removeValue(forKey: path) ?? [], state.tree.isListed(path))
+        }
+        switch result {
+        case .success(let answer):
+            record(answer, at: path)
+            publisher.async { [self] in
+                onChange(snapshot)
+                for completion in waiting { completion(.success(())) }
+            }
+        case .failure(let error) where wasListed:
+            // A stale listing that could not be checked stays shown; the next look asks again.
+            logger.warning("cannot check the listing of \(Self.name(path)) again, showing what was known: \(error)")
+        case .failure(let error):
+            // Not remembered: the next look at the directory asks again.
+            logger.error("cannot list \(Self.name(path)): \(error)")
+            for completion in waiting { completion(.failure(error)) }
+        }
+        startQueued()
+    }
+
+    private func record(_ answer: ListingAnswer, at path: String) {
+        let now = Date()
+        let (refused, stored) = state.withLock { state in
+            var refused: [(name: String, refusal: ListedTree.Refusal)] = []
+            switch answer {
+            case .unchanged(let validator):
+                state.tree.confirm(path, at: now, validator: validator)
+            case .listed(let children, let validator):
+                refused = state.tree.record(children, at: path, validator: validator, listedAt: now)
+            }
+            return (refused, state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })
+        }
+        for (name, refusal) in refused {
+            logger.notice("\(ListedTree.join(path, name)): not shown, \(Self.describe(refusal))")
+        }
+        if let (url, listing) = stored { save(url, listing) }
+    }
+
+    private static func name(_ path: String) -> String {
+        path.isEmpty ? "the top directory" : path
+    }
+
+    private static func describe(_ refusal: ListedTree.Refusal) -> String {
+        switch refusal {
+        case .badName(let reason): reason
+        case .outsideTheRoot: "it links outside the mounted URL"
+        case .alreadyShown(let path): "it links to a directory shown as \(path.isEmpty ? "the top" : path)"
+        case .tooDeep: "it is deeper than the deepest directory shown"
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+
+/// One name in a server's listing of a directory: a file or a directory below it.
+public struct ListedChild: Sendable, Equatable, Codable {
+    /// The name in the mount: the href's last segment, decoded and validated.
+    public var name: String
+    public var url: URL
+    public var isDirectory: Bool
+    /// Only when the listing states the size exactly; nil when it rounds ("1.2M") or says nothing.
+    public var size: UInt64?
+    public var modified: Date?
+
+    public init(name: String, url: URL, isDirectory: Bool, size: UInt64? = nil, modified: Date? = nil) {
+        self.name = name
+        self.url = url
+        self.isDirectory = isDirectory
+        self.size = size
+        self.modified = modified
+    }
+}
+
+/// One directory's listing as the cache database keeps it, so a remount (or a mount while the
+/// server is unreachable) shows the last known tree at once.
+public struct StoredListing: Sendable, Equatable, Codable {
+    public var children: [ListedChild]
+    /// The listing's ETag / Last-Modified, asked again with `If-None-Match` / `If-Modified-Since`.
+    public var validator: RemoteValidator?
+    /// When the server last gave or confirmed it.
+    public var listedAt: Date
+
+    public init(children: [ListedChild], validator: RemoteValidator?, listedAt: Date) {
+        self.children = children
+        self.validator = validator
+        self.listedAt = listedAt
+    }
+}
+
+/// A tree mounted from a server's own directory listings: which directories are known, which
+/// are listed, and what each listing said. It does no I/O (`ListedDirectories` fetches the
+/// listings and feeds them in) and turns what is known into the manifest and the directories
+/// the mount shows. A directory is listed when first looked at, so a tree of any size mounts
+/// at once; the rules below keep a hostile or odd listing from growing it without end.
+struct ListedTree {
+    struct Directory {
+        let url: URL
+        /// 0 for the root.
+        let depth: Int
+        /// What its listing showed (refused children left out); nil until listed.
+        var children: [ListedChild]?
+        var validator: RemoteValidator?
+        /// When the server last gave or confirmed the listing.
+        var listedAt: Date?
+    }
+
+    /// Why a listed child is not shown.
+    enum Refusal: Equatable {
+        /// Not a name a file can have here (empty, ".", "..", a "/", too long); the reason.
+        case badName(String)
+        /// Its URL is not below the root's (a link out of the tree).
+        case outsideTheRoot
+        /// Its URL is one the tree already shows (a link back to an ancestor or a second name
+        /// for a directory shown elsewhere): listing it would loop.
+        case alreadyShown(at: String)
+        /// Deeper than the tree may go.
+        case tooDeep
+    }
+
+    let root: URL
+    let maxDepth: Int
+    /// By path in the mount ("" for the root, "a/b" below it).
+    private(set) var directories: [String: Directory]
+    /// The path each shown directory URL has, to refuse a second path to it.
+    private var pathByURL: [String: String]
+
+    init(root: URL, maxDepth: Int = 32) {
+        self.root = root
+        self.maxDepth = maxDepth
+        directories = ["": Directory(url: root, depth: 0, children: nil)]
+        pathByURL = [Self.key(root): ""]
+    }
+
+    func isListed(_ path: String) -> Bool {
+        directories[path]?.children != nil
+    }
+
+    /// True for a listed directory whose listing is older than `maxAge` at `now`.
+    func isStale(_ path: String, now: Date, maxAge: TimeInterval) -> Bool {
+        guard let listedAt = directories[path]?.listedAt else { return false }
+        return now.timeIntervalSince(listedAt) > maxAge
+    }
+
+    /// The server confirmed the listing is unchanged (a `304`), maybe with a newer validator.
+    mutating func confirm(_ path: String, at date: Date, validator: RemoteValidator?) {
+        guard directories[path]?.children != nil else { return }
+        directories[path]?.listedAt = date
+        if let validator { directories[path]?.validator = validator }
+    }
+
+    /// What to store of a listed directory.
+    func stored(_ path: String) -> StoredListing? {
+        guard let directory = directories[path], let children = directory.children, let listedAt = directory.listedAt else { return nil }
+        return StoredListing(children: children, validator: directory.validator, listedAt: listedAt)
+    }
+
+    /// Rebuilds what was known from stored listings (by directory URL), from the root down:
+    /// each known directory whose listing is stored is shown as it was.
+    mutating func restore(from stored: [String: StoredListing]) {
+        var pending = [""]
+        while let path = pending.popLast() {
+            guard let url = directories[path]?.url, let listing = stored[url.absoluteString] else { continue }
+            _ = record(listing.children, at: path, validator: listing.validator, listedAt: listing.listedAt)
+            pending += (directories[path]?.children ?? []).filter(\.isDirectory).map { Self.join(path, $0.name) }
+        }
+    }
+
+    /// The directory's URL, or nil when the tree has no directory at `path`.
+    func url(of path: String) -> URL? {
+        directories[path]?.url
+    }
+
+    /// Records the listing of the directory at `path`, replacing an earlier one. Child
+    /// directories become known (not listed); returns those refused, by name, for the log.
+    mutating func record(_ children: [ListedChild], at path: String, validator: RemoteValidator? = nil,
+                         listedAt: Date = Date()) -> [(name: String, refusal: Refusal)] {
+        guard let directory = directories[path] else { return [] }
+        // Directories of the earlier listing that are gone from this one go, with what is below them.
+        if let earlier = directory.children {
+            let kept = Set(children.filter(\.isDirectory).map(\.name))
+            for child in earlier where child.isDirectory && !kept.contains(child.name) {
+                forget(Self.join(path, child.name))
+            }
+        }
+        var shown: [ListedChild] = []
+        var refused: [(String, Refusal)] = []
+        for child in children {
+            do throws(EntryPathError) {
+                _ = try EntryPath(validatingComponent: child.name)
+            } catch {
+                refused.append((child.name, .badName(error.reason)))
+                continue
+            }
+            guard child.isDirectory else {
+                shown.append(child)
+                continue
+            }
+            let childPath = Self.join(path, child.name)
+            if let refusal = refusal(of: child, at: childPath, depth: directory.depth + 1) {
+                refused.append((child.name, refusal))
+                continue
+            }
+            shown.append(child)
+            if directories[childPath] == nil {
+                directories[childPath] = Directory(url: child.url, depth: directory.depth + 1, children: nil)
+                pathByURL[Self.key(child.url)] = childPath
+            }
+        }
+        directories[path]?.children = shown
+        directories[path]?.validator = validator
+        directories[path]?.listedAt = listedAt
+        return refused
+    }
+
+    private func refusal(of child: ListedChild, at childPath: String, depth: Int) -> Refusal? {
+        let key = Self.key(child.url)
+        if let shownAt = pathByURL[key], shownAt != childPath { return .alreadyShown(at: shownAt) }
+        guard key.hasPrefix(Self.key(root)), key != Self.key(root) else { return .outsideTheRoot }
+        return depth > maxDepth ? .tooDeep : nil
+    }
+
+    /// Drops a directory and everything known below it.
+    private mutating func forget(_ path: String) {
+        let prefix = path + "/"
+        for (candidate, directory) in directories where candidate == path || candidate.hasPrefix(prefix) {
+            directories[candidate] = nil
+            pathByURL[Self.key(directory.url)] = nil
+        }
+    }
+
+    /// What the mount shows: one entry per listed file (its path, URL and the size and time the
+    /// listing states), sorted by path, and every known directory, listed or not.
+    func snapshot(source: String) -> (manifest: Manifest, directories: [EntryPath]) {
+        var entries: [ManifestEntry] = []
+        var shownDirectories: [EntryPath] = []
+        for (path, directory) in directories {
+            if !path.isEmpty { shownDirectories.append(EntryPath(trustedComponents: path.split(separator: "/").map(String.init))) }
+            for child in directory.children ?? [] where !child.isDirectory {
+                let components = (path.isEmpty ? [] : path.split(separator: "/").map(String.init)) + [child.name]
+                entries.append(ManifestEntry(path: EntryPath(trustedComponents: components), url: child.url,
+                                             size: child.size, modified: child.modified, line: 0))
+            }
+        }
+        entries.sort { $0.path.description.utf8.lexicographicallyPrecedes($1.path.description.utf8) }
+        for index in entries.indices { entries[index].line = index + 1 }
+        return (Manifest(source: source, entries: entries), shownDirectories)
+    }
+
+    static func join(_ path: String, _ name: String) -> String {
+        path.isEmpty ? name : path + "/" + name
+    }
+
+    /// A directory URL compared without its query, fragment or trailing slash.
+    private static func key(_ url: URL) -> String {
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        components?.query = nil
+        components?.fragment = nil
+        var text = components?.string ?? url.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return text + "/"
+    }
+}

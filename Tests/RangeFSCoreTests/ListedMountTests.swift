@@ -1,0 +1,217 @@
+import FaultServer
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import RangeFSCore
+
+/// A mount grown from listings, driven through the filesystem façade without a mount: nothing
+/// is listed until looked at, a look waits for its directory's listing, listings run a bounded
+/// number at once, and the files found read from a real server. The listings come from a
+/// table (the parsers and the listing download have tests of their own against real servers).
+@Suite("Listed mount")
+struct ListedMountTests {
+    /// Answers listings from a table (each listing's validator is `"v<its child count>"`, and a
+    /// request holding it is answered `.unchanged`), after `delay`; records what was asked, with
+    /// which validator, and how many listings ran at once. `offline` answers every request with
+    /// a refused connection.
+    final class TableLister: DirectoryLister, Sendable {
+        let table: Mutex<[String: Result<[ListedChild], FetchError>]>
+        let delay: Double
+        let asked = Mutex<[(url: String, held: String?)]>([])
+        let running = Mutex((now: 0, most: 0))
+        let offline = Atomic(false)
+
+        init(_ table: [String: Result<[ListedChild], FetchError>], delay: Double = 0) {
+            self.table = Mutex(table)
+            self.delay = delay
+        }
+
+        var askedURLs: [String] { asked.withLock { $0.map(\.url) } }
+
+        func list(_ url: URL, heldVersion: RemoteValidator?,
+                  completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
+            asked.withLock { $0.append((url.absoluteString, heldVersion?.etag)) }
+            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            let entry = table.withLock { $0[url.absoluteString] } ?? .failure(FetchError(url, .remote(.status(404))))
+            let answer: Result<ListingAnswer, FetchError> = offline.load(ordering: .relaxed)
+                ? .failure(FetchError(url, .remote(.transport("Couldn't connect to server"))))
+                : entry.map { children in
+                    let validator = RemoteValidator(etag: "\"v\(children.count)\"", lastModified: nil)
+                    return heldVersion == validator ? .unchanged(validator) : .listed(children, validator)
+                }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+                running.withLock { $0.now -= 1 }
+                completion(answer)
+            }
+        }
+    }
+
+    /// The façade over a listed tree whose files are published on a `FaultServer`.
+    final class ListedHarness {
+        let engine: FetchEngineHarness
+        let lister: TableLister
+        let directories: ListedDirectories
+        let filesystem: MountedFilesystem
+
+        convenience init(files: [String: [UInt8]], listings: (FaultServer) -> [String: Result<[ListedChild], FetchError>],
+                         delay: Double = 0, settings: ListedDirectories.Settings = ListedDirectories.Settings()) throws {
+            let engine = try FetchEngineHarness(files: files, entries: [])
+            try self.init(engine: engine, lister: TableLister(listings(engine.server), delay: delay), settings: settings)
+        }
+
+        /// A mount of the same server, cache and lister, as the next mount would be.
+        func remount(settings: ListedDirectories.Settings = ListedDirectories.Settings()) throws -> ListedHarness {
+            try ListedHarness(engine: try engine.remount(), lister: lister, settings: settings)
+        }
+
+        init(engine: FetchEngineHarness, lister: TableLister, settings: ListedDirectories.Settings) throws {
+            self.engine = engine
+            self.lister = lister
+            let catalog = engine.catalog
+            let store = engine.store
+            let box = Mutex<MountedFilesystem?>(nil)
+            var logger = Logger(label: "rangefs-test")
+            logger.logLevel = .critical
+            directories = ListedDirectories(root: engine.server.url("top/"), lister: lister, settings: settings,
+                                            stored: try store.allListings(), logger: logger,
+                                            save: { url, listing in try? store.saveListing(listing, url: url.absoluteString) }) { snapshot in
+                let indices = catalog.replaceManifest(with: snapshot.manifest)
+                box.withLock { $0 }?.replaceTree(with: MountedTree(manifest: snapshot.manifest, catalogIndices: indices,
+                                                                   directories: snapshot.directories))
+            }
+            let known = directories.snapshot
+            let mount = engine.mount
+            let indices = catalog.replaceManifest(with: known.manifest)
+            let tree = MountedTree(manifest: known.manifest, catalogIndices: indices, directories: known.directories)
+            filesystem = MountedFilesystem(tree: tree, catalog: catalog,
+                                           directories: directories, fileStatus: { mount.fileStatus(ofEntry: $0) },
+                                           controlSocketPath: nil, logger: logger)
+            box.withLock { $0 = filesystem }
+        }
+
+        func lookup(_ name: String, in parent: InodeNumber = Namespace.rootInode) throws -> Result<NodeAttributes, FilesystemError> {
+            try FilesystemHarness.wait { filesystem.lookup(parent: parent, name: name, completion: $0) }
+        }
+
+        func names(of directory: InodeNumber) throws -> [String] {
+            _ = try FilesystemHarness.wait { filesystem.openDirectory(directory, completion: $0) }.get()
+            return try filesystem.listDirectory(directory).get().map(\.name).filter { $0 != "." && $0 != ".." }
+        }
+    }
+
+    static let song = FetchEngineHarness.bytes(100_000, seed: 3)
+
+    static func listings(_ server: FaultServer) -> [String: Result<[ListedChild], FetchError>] {
+        [
+            server.url("top/").absoluteString: .success([
+                ListedChild(name: "Artist", url: server.url("top/Artist/"), isDirectory: true),
+                ListedChild(name: "intro.mp3", url: server.url("intro.mp3"), isDirectory: false),
+                ListedChild(name: "Broken", url: server.url("top/Broken/"), isDirectory: true),
+            ]),
+            server.url("top/Artist/").absoluteString: .success([
+                ListedChild(name: "Album", url: server.url("top/Artist/Album/"), isDirectory: true),
+            ]),
+            server.url("top/Artist/Album/").absoluteString: .success([
+                ListedChild(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false),
+            ]),
+        ]
+    }
+
+    @Test func directoriesAreListedWhenFirstLookedAtAndTheirFilesRead() throws {
+        let mount = try ListedHarness(files: ["intro.mp3": Self.song, "song.mp3": Self.song], listings: Self.listings)
+        #expect(mount.lister.askedURLs.isEmpty, "nothing is listed at mount")
+        #expect(try mount.names(of: Namespace.rootInode) == ["Artist", "Broken", "intro.mp3"])
+        #expect(mount.lister.askedURLs.count == 1, "only the top directory")
+
+        let artist = try #require(try mount.lookup("Artist").value)
+        let album = try #require(try mount.lookup("Album", in: artist.inode).value, "a lookup waits for its directory's listing")
+        let song = try #require(try mount.lookup("song.mp3", in: album.inode).value)
+        #expect(song.size == UInt64(Self.song.count))
+        #expect(mount.lister.askedURLs.count == 3)
+
+        let opened = try FilesystemHarness.wait { mount.filesystem.open(song.inode, flags: O_RDONLY, completion: $0) }.get()
+        let ready = try FilesystemHarness.wait {
+            mount.filesystem.read(handle: opened.handle, offset: 0, size: 100_000, completion: $0)
+        }.get()
+        #expect(try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) == Self.song)
+        _ = mount.filesystem.release(handle: opened.handle)
+    }
+
+    @Test func aDirectoryWhoseListingFailsGivesEIOAndIsAskedAgainNextTime() throws {
+        let mount = try ListedHarness(files: [:], listings: Self.listings)
+        let broken = try #require(try mount.lookup("Broken").value)
+        let failure = try FilesystemHarness.wait { mount.filesystem.openDirectory(broken.inode, completion: $0) }
+        #expect(failure.error?.errno == EIO)
+        #expect(try mount.lookup("anything", in: broken.inode).error?.errno == EIO)
+        let asked = mount.lister.askedURLs
+        #expect(asked.filter { $0.hasSuffix("/top/Broken/") }.count == 2, "\(asked)")
+    }
+
+    @Test func manyLooksAtOneDirectoryListItOnceAndListingsRunABoundedNumberAtOnce() throws {
+        let mount = try ListedHarness(files: [:], listings: { server in
+            var table: [String: Result<[ListedChild], FetchError>] = [:]
+            let names = (0..<12).map { "d\($0)" }
+            table[server.url("top/").absoluteString] = .success(names.map {
+                ListedChild(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
+            })
+            for name in names { table[server.url("top/\(name)/").absoluteString] = .success([]) }
+            return table
+        }, delay: 0.05, settings: { var settings = ListedDirectories.Settings(); settings.maxInFlight = 3; return settings }())
+        let group = DispatchGroup()
+        for _ in 0..<5 {
+            group.enter()
+            mount.filesystem.lookup(parent: Namespace.rootInode, name: "d0") { _ in group.leave() }
+        }
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(mount.lister.askedURLs.count == 1, "five looks, one listing of the top")
+
+        let inodes = try (0..<12).map { try #require(try mount.lookup("d\($0)").value).inode }
+        for inode in inodes {
+            group.enter()
+            mount.filesystem.openDirectory(inode) { _ in group.leave() }
+        }
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(mount.lister.askedURLs.count == 13)
+        #expect(mount.lister.running.withLock { $0.most } <= 3)
+        #expect(try mount.names(of: inodes[0]).isEmpty, "an empty directory lists empty")
+    }
+
+    @Test func aRemountShowsTheLastKnownTreeAtOnceAndServesItOffline() throws {
+        let first = try ListedHarness(files: ["intro.mp3": Self.song, "song.mp3": Self.song], listings: Self.listings)
+        let artist = try #require(try first.lookup("Artist").value)
+        let album = try #require(try first.lookup("Album", in: artist.inode).value)
+        let song = try #require(try first.lookup("song.mp3", in: album.inode).value)
+        first.engine.drainCommits()
+        let asked = first.lister.askedURLs.count
+
+        first.lister.offline.store(true, ordering: .relaxed)
+        let again = try first.remount()
+        #expect(try again.names(of: Namespace.rootInode) == ["Artist", "Broken", "intro.mp3"])
+        let known = try #require(try again.lookup("song.mp3", in: album.inode).value, "the same inode, shown at once")
+        #expect(known.inode == song.inode && known.size == song.size)
+        #expect(again.lister.askedURLs.count == asked, "nothing asked of the server")
+        #expect(try again.lookup("anything", in: try #require(try again.lookup("Broken").value).inode).error?.errno == EIO,
+                "a directory never listed cannot be listed offline")
+    }
+
+    @Test func aListingOlderThanTheLimitIsShownAtOnceAndAskedAgainWithItsValidator() throws {
+        var settings = ListedDirectories.Settings()
+        settings.maxAge = .zero
+        let mount = try ListedHarness(files: [:], listings: Self.listings, settings: settings)
+        #expect(try mount.names(of: Namespace.rootInode) == ["Artist", "Broken", "intro.mp3"])
+        // Looked at again: answered from what is known, and checked with If-None-Match.
+        #expect(try mount.lookup("intro.mp3").error?.errno == EIO, "known, though its file is not on the server")
+        #expect(FilesystemHarness.eventually(timeout: 10) { mount.lister.asked.withLock { $0.count } >= 2 })
+        #expect(mount.lister.asked.withLock { $0[1].held } == "\"v3\"", "the held validator")
+
+        // The server's listing changes: the next check shows it.
+        let server = mount.engine.server
+        mount.lister.table.withLock {
+            $0[server.url("top/").absoluteString] = .success([ListedChild(name: "new.mp3", url: server.url("new.mp3"), isDirectory: false)])
+        }
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            (try? mount.names(of: Namespace.rootInode)) == ["new.mp3"]
+        })
+    }
+}
