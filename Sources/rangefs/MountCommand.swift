@@ -74,7 +74,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Which files to complete in the background: all, opened or none.")
     var prefetch: String = "all"
 
-    @Option(help: "Background transfers at once.")
+    @Option(help: "Background transfers at once; every server with work gets one before any server gets a second.")
     var maxDownloads: Int = 3
 
     @Option(help: "Cap on background download speed in bytes per second, e.g. 2M (foreground reads are never capped).")

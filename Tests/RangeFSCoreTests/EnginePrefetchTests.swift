@@ -121,8 +121,46 @@ struct EnginePrefetchTests {
 
         // Its bytes are 192 KiB ahead of a transfer that has sent nothing yet.
         #expect(try engine.read(file, 196_608..<200_704).value == Array(data[196_608..<200_704]))
-        withKnownIssue("a reader joins a transfer whose speed is not known yet (FilePlan.isComingSoon), however far ahead its bytes are") {
-            #expect(engine.gets("a.bin").contains { $0.rangeStart == 196_608 }, "\(engine.gets("a.bin"))")
-        }
+        #expect(engine.gets("a.bin").contains { $0.rangeStart == 196_608 }, "\(engine.gets("a.bin"))")
+        // The background transfer ended where the reader's request began.
+        #expect(FilesystemHarness.eventually(timeout: 10) { file.isComplete })
+        try Self.expectEachByteServedOnce(engine.gets("a.bin"), size: data.count)
+    }
+
+    @Test func aReaderFarAheadOfABackgroundTransferAt96KBPerSecondIsServedByItsOwnRequest() throws {
+        let data = FetchEngineHarness.bytes(256 * 1024, seed: 6)
+        var prefetch = Self.configuration(.all, downloads: 1)
+        prefetch.chunkBytes = 256 * 1024
+        let engine = try FetchEngineHarness(files: ["slow.bin": data], prefetch: prefetch)
+        // The whole file in one background request takes 2.7 s at this pace.
+        engine.server.configure("slow.bin", PathOptions(bytesPerSecond: 96 * 1024))
+        let file = try #require(try engine.file("slow.bin").value)
+        engine.prefetcher.start()
+        // A third of a second in: the background transfer's own speed is measured.
+        #expect(FilesystemHarness.eventually(timeout: 5) { (engine.gets("slow.bin").first?.bodyBytesSent ?? 0) >= 32 * 1024 })
+
+        // The last block, 160 KiB or more ahead of the background transfer: 1.7 s away at its pace.
+        #expect(try engine.read(file, 196_608..<200_704).value == Array(data[196_608..<200_704]))
+        let atAnswer = engine.gets("slow.bin")
+        #expect(atAnswer.count == 2 && atAnswer[1].rangeStart == 196_608, "\(atAnswer)")
+        // Its bytes cannot have come from the background transfer: that had not sent them yet.
+        #expect(atAnswer[0].rangeStart == 0 && atAnswer[0].bodyBytesSent < 196_608, "\(atAnswer)")
+
+        #expect(FilesystemHarness.eventually(timeout: 15) { file.isComplete })
+        try Self.expectEachByteServedOnce(engine.gets("slow.bin"), size: data.count)
+        #expect(try engine.read(file, 0..<UInt64(data.count)).value == data)
+    }
+
+    /// The GETs of a file, with what each served, cover it once: a transfer cut short for a
+    /// reader's own request overlaps that request by at most what was in flight when it stopped.
+    static func expectEachByteServedOnce(_ gets: [RecordedRequest], size: Int) throws {
+        let served = gets.compactMap { get in get.rangeStart.map { Int($0)..<Int($0) + get.bodyBytesSent } }
+            .sorted { $0.lowerBound < $1.lowerBound }
+        let total = served.reduce(0) { $0 + $1.count }
+        var covered = 0
+        for range in served where range.lowerBound <= covered { covered = max(covered, range.upperBound) }
+        #expect(covered >= size, "\(gets)")
+        // Seen: one piece of the server's pacing (4.8 KiB at 96 KB/s, 6.4 KiB at 128 KB/s, 12.8 KiB at 256 KB/s).
+        #expect(total - size <= 64 * 1024, "served \(total) bytes of \(size): \(gets)")
     }
 }

@@ -6,8 +6,9 @@ import Synchronization
 
 /// The fetch engine without a mount: a real catalog, its cached files and a prefetcher that
 /// fetch from a `FaultServer` on loopback into a cache directory of their own. Retries are
-/// short and stalls are noticed after a second, so a fault costs milliseconds, not the real
-/// limits' seconds. `close()` (also `deinit`) stops the transfers and removes the directory.
+/// short and stalls are noticed after a second (unless a test sets its client otherwise), so a
+/// fault costs milliseconds, not the real limits' seconds. `close()` (also `deinit`) stops the
+/// transfers and removes the directory.
 final class FetchEngineHarness {
     let server: FaultServer
     let catalog: FileCatalog
@@ -46,7 +47,8 @@ final class FetchEngineHarness {
                      urls: [String: URL] = [:], sha256: [String: String] = [:],
                      policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
                      prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
-                     statedSizesAreExact: Bool = false) throws {
+                     statedSizesAreExact: Bool = false,
+                     client: @escaping (inout CurlClient.Configuration) -> Void = { _ in }) throws {
         let server = try FaultServer()
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
         let pairs = paths ?? (entries ?? files.keys.sorted()).map { (path: $0, name: $0) }
@@ -56,12 +58,13 @@ final class FetchEngineHarness {
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
                       manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch,
-                      statedSizesAreExact: statedSizesAreExact)
+                      statedSizesAreExact: statedSizesAreExact, client: client)
     }
 
     /// A mount of `manifest` over the cache at `cachePath` (created if need be).
     private init(server: FaultServer, cachePath: String, manifest: Manifest, policy: FetchPolicy, limits: CacheLimits,
-                 prefetch: Prefetcher.Configuration, statedSizesAreExact: Bool) throws {
+                 prefetch: Prefetcher.Configuration, statedSizesAreExact: Bool,
+                 client configureClient: (inout CurlClient.Configuration) -> Void = { _ in }) throws {
         self.server = server
         self.policy = policy
         self.limits = limits
@@ -71,6 +74,7 @@ final class FetchEngineHarness {
         store = try MetadataStore(path: directory.metadataPath)
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.stallTimeoutSeconds = 1
+        configureClient(&clientConfiguration)
         client = CurlClient(configuration: clientConfiguration, logger: logger)
         let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
                                            policy: policy, logger: logger)

@@ -56,8 +56,15 @@ enum PlanFixture {
 
 /// The events as the tests write them, answering with `PlanFixture.lines`.
 extension FilePlan {
-    mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64 = 0, at elapsed: Duration = .zero) -> [String] {
-        PlanFixture.lines(read(bytes, readAhead: readAhead, now: PlanFixture.start + elapsed, completion: PlanFixture.noReply))
+    mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64 = 0, at elapsed: Duration = .zero,
+                       hostBytesPerSecond: Double? = nil) -> [String] {
+        PlanFixture.lines(read(bytes, readAhead: readAhead, now: PlanFixture.start + elapsed,
+                               hostBytesPerSecond: hostBytesPerSecond, completion: PlanFixture.noReply))
+    }
+
+    /// Starts background work on `bytes`, as the prefetcher does.
+    mutating func background(_ bytes: Range<UInt64>) -> [String] {
+        PlanFixture.lines(startBackgroundTransfer(bytes, onFinish: { _ in }))
     }
 
     mutating func write(_ id: Int, _ bytes: Range<UInt64>, at elapsed: Duration = .zero) -> [String] {

@@ -64,7 +64,8 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test(arguments: [
-        // (elapsed since its first 4 KiB, joins): unknown or fast speed joins; a crawl does not.
+        // (elapsed since its first 4 KiB, joins): a reader's transfer of unknown speed is joined;
+        // a crawl is not, and ends where the seek's own request begins.
         (Duration.milliseconds(1), true),
         (Duration.seconds(10), false),
     ])
@@ -73,7 +74,8 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         #expect(plan.read(0..<4096, readAhead: 8 * block) == ["fetch #0 0..<524288", "wait #0"])
         #expect(plan.write(0, 0..<4096) == ["answer 0..<4096"])
         let seek = plan.read(6 * block..<6 * block + 4096, at: elapsed)
-        #expect(seek == (joins ? ["wait #1"] : ["fetch #1 393216..<458752", "wait #1"]))
+        #expect(seek == (joins ? ["wait #1"] : ["log debug", "fetch #1 393216..<458752", "wait #1"]))
+        #expect(plan.transfers[0]?.bytes == 0..<(joins ? 8 * block : 6 * block))
     }
 
     @Test func aSeekCloseToATransfersFrontJoinsItBeforeItsFirstByte() {

@@ -12,26 +12,36 @@ extension CachedFile {
                                    maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
         let background = urgency.priority == .background
+        let host = request.url.serverKey
+        let started = ContinuousClock.now
         environment.client.fetch(request, sink: { [self] data, offset in
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
-            return receive(transfer: id, data, at: offset)
+            return receive(transfer: id, data, at: offset, host: host)
         }, completion: { [self] result in
+            // A reader's request that ended tells its host's speed, round trip included (too
+            // short a transfer for `receive` to measure on a fast link still counts here).
+            if !background, case .success = result {
+                let now = ContinuousClock.now
+                environment.hostRates.record(Double(bytes.count) / max((now - started).timeInterval, 0.000_1), host: host, at: now)
+            }
             update { $0.plan.transferEnded(id, result) }
         })
     }
 
-    /// Stores bytes as they arrive and answers every read they complete. False stops the transfer.
-    private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64) -> Bool {
-        let count = UInt64(data.count)
-        guard let target = state.withLock({ state -> (file: DataFile, promised: UInt64)? in
-            guard let file = state.dataFile else { return nil }
-            return (file, state.plan.takeReservation(of: id, for: count))
+    /// Stores bytes as they arrive and answers every read they complete; a reader's transfer
+    /// tells `host`'s speed. False stops the transfer: also once it was cut short and has
+    /// brought what it still wants (`FilePlan+Joining`).
+    private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64, host: String) -> Bool {
+        guard let target = state.withLock({ state -> (file: DataFile, count: UInt64, promised: UInt64)? in
+            let count = state.plan.bytesWanted(by: id, at: offset, count: UInt64(data.count))
+            guard let file = state.dataFile, count > 0 else { return nil }
+            return (file, count, state.plan.takeReservation(of: id, for: count))
         }) else { return false }
-        let (file, promised) = target
+        let (file, count, promised) = target
         // Nothing is written below the floor, also when another program filled the disk meanwhile.
         guard budget.claim(count, reservedPart: promised) else { return stopForSpace(transfer: id) }
         do {
-            try file.write(data, at: offset)
+            try file.write(UnsafeRawBufferPointer(rebasing: data.prefix(Int(count))), at: offset)
         } catch {
             if CacheBudget.isOutOfSpace(error) { return stopForSpace(transfer: id) }
             environment.logger.error("\(error)")
@@ -39,12 +49,14 @@ extension CachedFile {
             return false
         }
         let now = ContinuousClock.now
-        let (actions, replyFile) = state.withLock { state in
-            (state.plan.bytesWritten(by: id, at: offset, count: count, now: now), state.dataFile)
+        let (actions, replyFile, speed, reachedCut) = state.withLock { state in
+            (state.plan.bytesWritten(by: id, at: offset, count: count, now: now), state.dataFile,
+             state.plan.readerTransferSpeed(id, now: now), state.plan.hasReachedItsCut(id))
         }
         guard let actions else { return false }
+        if let speed { environment.hostRates.record(speed, host: host, at: now) }
         perform(actions, file: replyFile)
-        return true
+        return count == UInt64(data.count) && !reachedCut
     }
 
     /// Ends a transfer whose bytes the cache has no room for (its client sees a refusing sink).

@@ -27,9 +27,9 @@ public final class CachedFile: Sendable {
     /// The plan and the open data file. No lock of the catalog is held while this one is taken.
     /// Under it only leaf locks are taken: `CacheBudget.counters` (background reservations in
     /// `fetchNextMissing`) and, when the data file vanished behind our back (`openDataFile`),
-    /// `CacheEviction.evictionScheduled` (via `cachedBytesChanged`) and the commit queue's
-    /// (`forgetLostData`). The plan's actions (replies, requests, events) run after it is
-    /// released. Eviction of an idle file unlinks its data under it, so that no read reopens
+    /// `CacheEviction.evictionScheduled` (via `cachedBytesChanged`), the commit queue's
+    /// (`forgetLostData`) and `HostRates` (a reader's look-up). The plan's actions (replies,
+    /// requests, events) run after it is released. Eviction of an idle file unlinks its data under it, so that no read reopens
     /// the old file in between; an idle file has no reader to wait.
     let state: Mutex<State>
 
@@ -144,7 +144,10 @@ public final class CachedFile: Sendable {
             } catch {
                 return [.fail(completion, FetchError(url, .cache(.from(error))))]
             }
-            return state.plan.read(bytes, readAhead: readAhead, now: now, completion: completion)
+            let host = state.plan.source.requestURL(origin: url).serverKey
+            return state.plan.read(bytes, readAhead: readAhead, now: now,
+                                   hostBytesPerSecond: environment.hostRates.bytesPerSecond(host: host, at: now),
+                                   completion: completion)
         }
     }
 

@@ -14,10 +14,14 @@ public struct FetchPolicy: Sendable {
     /// A server's `Retry-After` is honoured up to this long; a longer one ends the attempts.
     public var maxRetryAfter: Duration = .seconds(30)
     /// A reader waits for a running transfer that is at most this many blocks from its bytes,
-    /// or that should reach them within `joinWaitLimit` at its current speed; otherwise it asks
-    /// for its blocks itself.
+    /// or that should reach them within `joinWaitLimit` at its speed (its own once measured,
+    /// else its host's); otherwise it asks for its blocks itself (`FilePlan+Joining`).
     public var joinDistanceBlocks: UInt64 = 2
     public var joinWaitLimit: Duration = .milliseconds(250)
+    /// A transfer's speed counts as known once its bytes have flowed this long, or this many
+    /// of them have arrived, after its first ones.
+    public var rateSample: Duration = .milliseconds(100)
+    public var rateSampleBytes: UInt64 = 256 * 1024
     /// A read still waiting after this long fails with EIO instead of hanging.
     public var readDeadline: Duration = .seconds(120)
     /// Speed cap of each background transfer (`--max-rate` shared by the background slots).
@@ -59,6 +63,8 @@ public struct FetchEnvironment: Sendable {
     public var logger: Logger
     /// The mount's counters (the same object its `CurlClient` counts requests in).
     public var metrics: MountMetrics
+    /// How fast each host answered readers lately, shared by every file of the mount.
+    let hostRates = HostRates()
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,

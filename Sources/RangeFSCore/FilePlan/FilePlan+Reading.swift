@@ -10,8 +10,10 @@ extension FilePlan {
     /// A read of `bytes` (already clamped to the file): answers it when its bytes are here,
     /// else queues it and starts what is missing (plus up to `readAhead` bytes after it, for a
     /// sequential reader) in as few requests as possible. The data file is open.
+    /// `hostBytesPerSecond`: how fast the file's host moved lately (nil when unknown), for
+    /// choosing between waiting for a running transfer and asking for the bytes (`isComingSoon`).
     mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64, now: ContinuousClock.Instant,
-                       completion: @escaping ReadCompletion) -> [Action] {
+                       hostBytesPerSecond: Double? = nil, completion: @escaping ReadCompletion) -> [Action] {
         if complete || bytes.isEmpty {
             return [.answer(completion, bytes)]
         }
@@ -20,7 +22,8 @@ extension FilePlan {
             actions = sparse
         } else {
             let end = readAheadEnd(after: bytes.upperBound, window: readAhead) ?? bytes.upperBound
-            actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now)
+            actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now,
+                                    hostBytesPerSecond: hostBytesPerSecond)
         }
         if isAvailable(bytes) {
             actions.append(.answer(completion, bytes))
@@ -47,22 +50,24 @@ extension FilePlan {
 
     /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
     /// one request per run of adjacent blocks (split at `maxRequestBytes`).
-    /// Blocks that start before `readerNeedsUntil` are a reader's own: those join only a
-    /// transfer that is close (`isComingSoon`); the rest join any transfer that brings them.
+    /// Blocks that start before `readerNeedsUntil` are a reader's own: a transfer that would
+    /// bring one of them late is cut before it first (`cutLateTransfers`), so those blocks are
+    /// asked for again here; the rest join any transfer that brings them.
     mutating func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64 = 0,
-                                now: ContinuousClock.Instant) -> [Action] {
+                                now: ContinuousClock.Instant, hostBytesPerSecond: Double? = nil) -> [Action] {
         if streamOnly {
             return planStream()
         }
         let maxBlocks = max(1, Int(policy.maxRequestBytes / layout.blockSize))
-        var actions: [Action] = []
+        let (cutActions, cutAny) = readerNeedsUntil > bytes.lowerBound
+            ? cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<min(readerNeedsUntil, bytes.upperBound)),
+                               now: now, hostBytesPerSecond: hostBytesPerSecond)
+            : ([], false)
+        var actions = cutActions
         var runStart: Int?
         let blocks = layout.blocks(covering: bytes)
         for block in blocks.lowerBound...blocks.upperBound {
-            let onItsWay = block < blocks.upperBound
-                && (layout.byteRange(ofBlock: block).lowerBound < readerNeedsUntil
-                    ? isComingSoon(block, now: now) : isRequested(block))
-            let wanted = block < blocks.upperBound && !available.contains(block) && !onItsWay
+            let wanted = block < blocks.upperBound && !available.contains(block) && !isRequested(block)
             if wanted, runStart == nil { runStart = block }
             guard let start = runStart else { continue }
             if !wanted || block + 1 - start == maxBlocks {
@@ -82,6 +87,8 @@ extension FilePlan {
                 }
             }
         }
+        // Other readers that waited for what a cut transfer no longer brings ask for it again.
+        if cutAny { actions += refetchForOrphanedWaiters() }
         return actions
     }
 
@@ -183,6 +190,7 @@ extension FilePlan {
         nextTransferID += 1
         var transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
                                 urgency: TransferUrgency(.background), onFinish: onFinish)
+        transfer.forReader = false
         transfer.reserved = UInt64(piece.count)
         transfer.mayBeHeldBack = true
         transfers[id] = transfer

@@ -16,7 +16,11 @@ extension FilePlan {
     mutating func bytesWritten(by id: Int, at offset: UInt64, count: UInt64, now: ContinuousClock.Instant) -> [Action]? {
         guard var transfer = transfers[id], transfer.frontier == offset else { return nil }
         transfer.written += count
-        if transfer.firstByteAt == nil { transfer.firstByteAt = now }
+        if transfer.rateSample == nil { transfer.rateSample = (now, transfer.written) }
+        if transfer.frontier > transfer.bytes.upperBound {
+            // Cut short while these bytes were being written: they are in the file all the same.
+            transfer.bytes = transfer.bytes.lowerBound..<transfer.frontier
+        }
         rate.record(Int(count), at: now)
         transfers[id] = transfer
         let added = recordWritten(offset..<(offset + count))
@@ -56,6 +60,8 @@ extension FilePlan {
     mutating func transferEnded(_ id: Int, _ result: Result<Void, RemoteError>) -> [Action] {
         guard var transfer = transfers[id] else { return [] }
         if transfer.stoppedForSpace { return endedForSpace(transfer, id: id) }
+        // Cut short and stopped once it had brought what it still wanted: done, not failed.
+        let result = transfer.cut && transfer.frontier >= transfer.bytes.upperBound ? .success(()) : result
         var actions: [Action] = []
         var ended = true
         switch result {
@@ -76,7 +82,7 @@ extension FilePlan {
                 transfer.attempts += 1
                 // A stream without ranges can only start over; its bytes so far are kept.
                 if transfer.wholeBody { transfer.written = 0 }
-                transfer.firstByteAt = nil
+                transfer.rateSample = nil
                 transfers[id] = transfer
                 let retried = transfer.wholeBody ? transfer.bytes : remainder
                 actions.append(.log(.warning, "GET \(name) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)"))
@@ -187,7 +193,7 @@ extension FilePlan {
             }
             transfer.attempts = 1
             if transfer.wholeBody { transfer.written = 0 }
-            transfer.firstByteAt = nil
+            transfer.rateSample = nil
             transfers[id] = transfer
             let retried = transfer.wholeBody ? transfer.bytes : remainder
             actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,

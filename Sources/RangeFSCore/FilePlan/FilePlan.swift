@@ -84,16 +84,23 @@ struct FilePlan {
         var reserved: UInt64 = 0
         /// Stopped because the cache had no room for its bytes: not a failure.
         var stoppedForSpace = false
-        /// When its first byte arrived, to tell how fast it moves.
-        var firstByteAt: ContinuousClock.Instant?
+        /// Started for a reader (its own bytes or its read-ahead), not as background work.
+        var forReader = true
+        /// Cut short at a reader's blocks, which the reader's own request brings: it ends, without
+        /// failing, once it reaches `bytes.upperBound` (see `FilePlan+Joining`).
+        var cut = false
+        /// When the first bytes of its current attempt arrived and `written` then: its speed is
+        /// measured from there, as that first burst arrives all at once and would overrate it.
+        var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
         var frontier: UInt64 { bytes.lowerBound + written }
 
-        /// When the transfer is expected to reach `offset`; nil while nothing is known of its speed.
-        func expectedArrival(of offset: UInt64, now: ContinuousClock.Instant) -> Duration? {
-            guard let firstByteAt, written > 0 else { return nil }
-            let elapsed = (now - firstByteAt).timeInterval
-            let bytesPerSecond = Double(written) / max(elapsed, 0.001)
-            return .seconds(Double(offset &- min(offset, frontier)) / bytesPerSecond)
+        /// How fast its bytes arrive, once they have flowed for the policy's `rateSample` or
+        /// `rateSampleBytes` of them have arrived after its first ones; nil before.
+        func bytesPerSecond(at now: ContinuousClock.Instant, policy: FetchPolicy) -> Double? {
+            guard let rateSample, now > rateSample.at else { return nil }
+            let bytes = written - rateSample.written
+            guard now - rateSample.at >= policy.rateSample || bytes >= policy.rateSampleBytes else { return nil }
+            return Double(bytes) / (now - rateSample.at).timeInterval
         }
     }
 
@@ -164,20 +171,6 @@ struct FilePlan {
 
     func isRequested(_ block: Int) -> Bool {
         transfers.values.contains { $0.blocks.contains(block) }
-    }
-
-    /// A reader joins a transfer that brings its block if that transfer will get there soon:
-    /// it is close, or it moves fast enough. Waiting for a long transfer to crawl there on a slow
-    /// link would cost more than asking for the block again.
-    func isComingSoon(_ block: Int, now: ContinuousClock.Instant) -> Bool {
-        let start = layout.byteRange(ofBlock: block).lowerBound
-        let distance = policy.joinDistanceBlocks * layout.blockSize
-        return transfers.values.contains { transfer in
-            guard transfer.blocks.contains(block) else { return false }
-            if start <= transfer.frontier + distance { return true }
-            guard let arrival = transfer.expectedArrival(of: start, now: now) else { return true }
-            return arrival <= policy.joinWaitLimit
-        }
     }
 
     /// The parts of `bytes` still to ask for: not available blocks, not the bytes already

@@ -15,6 +15,7 @@ public enum PrefetchPolicy: String, Sendable, CaseIterable {
 /// Completes files in the background, a few chunks at a time: files with an open handle first,
 /// then files opened earlier, then (policy `all`) the rest of the manifest in order. Its
 /// transfers are background transfers, which yield to every foreground read.
+/// Slots are shared by server (`HostShares`).
 public final class Prefetcher: Sendable {
     public struct Configuration: Sendable {
         public var policy: PrefetchPolicy = .all
@@ -53,7 +54,11 @@ public final class Prefetcher: Sendable {
         var urgent: [Int] = []
         /// Stopped at the cache's limits (free-space floor or size limit) until there is room.
         var waitingForSpace = false
+        var hostShares = HostShares()
     }
+
+    /// How far ahead of its place the manifest walk looks for work on a server with none running.
+    static let idleHostLookAhead = 64
 
     private let client: any RemoteClient
 
@@ -236,33 +241,51 @@ public final class Prefetcher: Sendable {
         state.withLock { $0.running -= 1 }
     }
 
-    private func finished(_ key: String, succeeded: Bool) {
-        if !succeeded {
-            let until = ContinuousClock.now + configuration.failureBackoff
-            state.withLock { $0.restingUntil[key] = until }
+    private func finished(_ key: String, host: String, succeeded: Bool) {
+        let until = ContinuousClock.now + configuration.failureBackoff
+        state.withLock { state in
+            if !succeeded { state.restingUntil[key] = until }
+            state.hostShares.ended(on: host)
         }
         releaseSlot()
         pump()
     }
 
-    /// Starts one background transfer or size probe in a reserved slot; false if there is none to start.
+    /// Starts one background transfer or size probe in a reserved slot; false if there is none
+    /// to start. First only on a host with nothing running, if any has work; then anywhere.
     private func startNext() -> Bool {
-        if startNextUrgent() { return true }
+        let busy = state.withLock { $0.hostShares.busy }
+        if !busy.isEmpty, startNext(onHostsOtherThan: busy) { return true }
+        return startNext(onHostsOtherThan: [])
+    }
+
+    private func startNext(onHostsOtherThan busy: Set<String>) -> Bool {
+        if startNextUrgent(onHostsOtherThan: busy) { return true }
         guard configuration.policy != .none, catalog.budget.hasRoom(for: configuration.chunkBytes) else { return false }
-        for file in catalog.filesInUse() where startChunk(of: file) {
+        for file in catalog.filesInUse() where !busy.contains(file.url.serverKey) && startChunk(of: file) {
             return true
         }
         guard configuration.policy == .all else { return false }
-        return startNextFromManifest()
+        return busy.isEmpty ? startNextFromManifest() : startFromManifestAhead(onHostsOtherThan: busy)
+    }
+
+    /// Finds the size of an entry in a slot: that is background work on its host too.
+    private func startProbe(ofEntry index: Int) {
+        let entry = catalog.manifest.entries[index]
+        let (key, host) = (entry.urlString, entry.url.serverKey)
+        state.withLock { $0.hostShares.started(on: host) }
+        catalog.file(forEntry: index, priority: .background) { [self] result in
+            finished(key, host: host, succeeded: result.isSuccess)
+        }
     }
 
     /// Pinned entries first; one that is complete (or whose blocks are all on their way) leaves the list.
-    private func startNextUrgent() -> Bool {
+    private func startNextUrgent(onHostsOtherThan busy: Set<String>) -> Bool {
         for index in state.withLock({ $0.urgent }) {
             let key = catalog.manifest.entries[index].urlString
-            guard !isResting(key) else { continue }
+            guard !isResting(key), !busy.contains(catalog.manifest.entries[index].url.serverKey) else { continue }
             guard let file = catalog.knownFile(forEntry: index) else {
-                catalog.file(forEntry: index, priority: .background) { [self] result in finished(key, succeeded: result.isSuccess) }
+                startProbe(ofEntry: index)
                 return true
             }
             // Pinning is the user's request, not speculation: like a read, it may evict what is not pinned.
@@ -278,9 +301,35 @@ public final class Prefetcher: Sendable {
     private func startChunk(of file: CachedFile) -> Bool {
         let key = file.url.absoluteString
         guard !isResting(key) else { return false }
-        return file.fetchNextMissing(maxBytes: configuration.chunkBytes) { [self] succeeded in
-            finished(key, succeeded: succeeded)
+        let host = file.url.serverKey
+        // Counted before it starts: it may end (and be counted off) before `fetchNextMissing` returns.
+        state.withLock { $0.hostShares.started(on: host) }
+        let started = file.fetchNextMissing(maxBytes: configuration.chunkBytes) { [self] succeeded in
+            finished(key, host: host, succeeded: succeeded)
         }
+        if !started { state.withLock { $0.hostShares.ended(on: host) } }
+        return started
+    }
+
+    /// The next entries of the manifest walk (`idleHostLookAhead` at most) searched for work on a
+    /// server not in `busy`; the walk's place does not move.
+    private func startFromManifestAhead(onHostsOtherThan busy: Set<String>) -> Bool {
+        let upcoming = state.withLock { state -> [Int] in
+            guard !state.pending.isEmpty else { return [] }
+            return (0..<min(state.pending.count, Self.idleHostLookAhead)).map {
+                state.pending[(state.cursor + $0) % state.pending.count]
+            }
+        }
+        for index in upcoming {
+            let entry = catalog.manifest.entries[index]
+            guard !busy.contains(entry.url.serverKey), !isResting(entry.urlString) else { continue }
+            guard let file = catalog.knownFile(forEntry: index) else {
+                startProbe(ofEntry: index)
+                return true
+            }
+            if !file.isComplete, startChunk(of: file) { return true }
+        }
+        return false
     }
 
     /// Walks the manifest from where it left off, staying on a file until all of it is on its way.
@@ -299,9 +348,7 @@ public final class Prefetcher: Sendable {
             }
             guard let file = catalog.knownFile(forEntry: index) else {
                 // Size unknown yet: finding it takes this slot.
-                catalog.file(forEntry: index, priority: .background) { [self] result in
-                    finished(key, succeeded: result.isSuccess)
-                }
+                startProbe(ofEntry: index)
                 advance(past: index, remove: false)
                 return true
             }

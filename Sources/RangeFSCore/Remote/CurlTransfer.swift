@@ -27,6 +27,8 @@ final class CurlTransfer {
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool { spec.isBackground }
+    /// Where it goes (`URL.serverKey`), for the connections per server.
+    var server: String { spec.server }
     var isPaused = false
     /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
     var isResuming = false
@@ -225,6 +227,22 @@ final class CurlTransfer {
     }
 
     // MARK: Completion
+
+    /// A background transfer stops to give its connection to a reader: what it gathered is
+    /// stored, and the request for the rest of its range is returned, to go out again later
+    /// with the same sink and completion. Nil when it cannot stop here: a whole-body stream
+    /// (it could only start over), one whose bytes all arrived, or one its sink refused.
+    func remainder() -> TransferSpec? {
+        guard case .range(var request, let sink, let completion) = spec, !request.wholeBody, failure == nil,
+              storePending(), storedBytes < UInt64(request.range.count) else { return nil }
+        request.range = request.range.lowerBound + storedBytes..<request.range.upperBound
+        return .range(request, sink: sink, completion: completion)
+    }
+
+    /// It gave its connection up (`remainder`): the request ends here without an outcome.
+    func gaveUpItsConnection() {
+        metrics.requestEnded(spec.metricsKind, status: responseCode, cancelled: true)
+    }
 
     /// Reports the outcome to the caller. Returns a follow-up transfer when a HEAD probe
     /// must be retried as a one-byte GET.

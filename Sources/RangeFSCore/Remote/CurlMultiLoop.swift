@@ -1,0 +1,169 @@
+import CCurl
+import Foundation
+import Logging
+
+/// Runs libcurl's multi interface; lives on, and never leaves, the client's thread.
+final class CurlMultiLoop {
+    private let multi: CurlMultiHandle
+    private let inbox: CurlInbox
+    private let configuration: CurlClient.Configuration
+    private let logger: Logger
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Background transfers not started yet: beyond the background connection limit, or
+    /// handed in while a reader waits or background work is paused.
+    private var waitingBackground: [TransferSpec] = []
+
+    init(multi: CurlMultiHandle, inbox: CurlInbox, configuration: CurlClient.Configuration, logger: Logger) {
+        self.multi = multi
+        self.inbox = inbox
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func run() {
+        while true {
+            let (specs, stopping, backgroundPaused) = inbox.take()
+            if stopping { break }
+            for spec in specs {
+                if spec.isBackground { waitingBackground.append(spec) } else { startForeground(spec) }
+            }
+            schedule(paused: backgroundPaused)
+            var running: Int32 = 0
+            curl_multi_perform(multi.raw, &running)
+            storeCoalescedData()
+            collectFinished()
+            schedule(paused: backgroundPaused)
+            var ready: Int32 = 0
+            curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
+        }
+        for (easy, transfer) in active {
+            curl_multi_remove_handle(multi.raw, easy)
+            _ = transfer.finish(curlResult: CURLE_ABORTED_BY_CALLBACK, cancelled: true)
+        }
+        active.removeAll()
+        for spec in waitingBackground + inbox.take().specs { spec.fail(.cancelled) }
+        waitingBackground.removeAll()
+        curl_multi_cleanup(multi.raw)
+        inbox.markFinished()
+    }
+
+    /// Starts what may start, holds what must wait, and tells background transfers (through
+    /// the gate) whether a reader is waiting.
+    private func schedule(paused: Bool) {
+        startWaitingBackground(paused: paused)
+        let foregroundRunning = active.values.contains { !$0.isBackground }
+        inbox.gate.setForegroundRunning(foregroundRunning)
+        holdBackground(paused || foregroundRunning)
+    }
+
+    /// A transfer raised to the foreground while it waited starts at once; background ones
+    /// start while no reader waits, within the background connection limit, and only where
+    /// their server has more than the reserved connections free.
+    private func startWaitingBackground(paused: Bool) {
+        guard !waitingBackground.isEmpty else { return }
+        var running = active.values.count { $0.isBackground }
+        var stillWaiting: [TransferSpec] = []
+        for spec in waitingBackground {
+            if !spec.isBackground {
+                startForeground(spec)
+            } else if !paused, !inbox.gate.foregroundPresent, running < configuration.backgroundConnectionLimit,
+                      connections(to: spec.server) < configuration.backgroundConnectionLimit {
+                start(spec)
+                running += 1
+            } else {
+                stillWaiting.append(spec)
+            }
+        }
+        waitingBackground = stillWaiting
+    }
+
+    /// Requests to `server` that hold or wait for one of its connections.
+    private func connections(to server: String) -> Int {
+        active.values.count { $0.server == server }
+    }
+
+    /// A reader's request (or probe) goes out now. libcurl opens at most `maxConnectionsPerHost`
+    /// connections to a server and queues what comes beyond them, first come first served: a
+    /// reader's request would wait there behind a collection's size probes while held background
+    /// transfers keep their connections. Those give their connections up instead, as many as the
+    /// request needs, and ask for the rest of their bytes again once readers are done.
+    private func startForeground(_ spec: TransferSpec) {
+        var excess = connections(to: spec.server) + 1 - configuration.maxConnectionsPerHost
+        let background = active.filter { $0.value.isBackground && $0.value.server == spec.server }
+        for (easy, transfer) in background where excess > 0 {
+            guard let rest = transfer.remainder() else { continue }
+            curl_multi_remove_handle(multi.raw, easy)
+            active[easy] = nil
+            transfer.gaveUpItsConnection()
+            waitingBackground.insert(rest, at: 0)
+            excess -= 1
+        }
+        start(spec)
+    }
+
+    private func start(_ spec: TransferSpec) {
+        let transfer: CurlTransfer
+        do {
+            transfer = try CurlTransfer(spec: spec, configuration: configuration, gate: inbox.gate)
+        } catch {
+            spec.fail(error)
+            return
+        }
+        active[transfer.easy] = transfer
+        curl_multi_add_handle(multi.raw, transfer.easy)
+    }
+
+    /// While a reader waits on a transfer, background transfers stop receiving (TCP flow
+    /// control then slows their senders), so a foreground read gets the whole link; the same
+    /// holds them while background work is paused. libcurl does not count a paused transfer
+    /// as stalled. Background transfers also pause themselves from their write callback when
+    /// the gate closes (`CurlTransfer.receive`); this lets them go again.
+    private func holdBackground(_ holdBackground: Bool) {
+        for (easy, transfer) in active {
+            // A transfer raised to the foreground while held is let go at once. One still
+            // reading its headers is left alone: libcurl can replay a paused response's
+            // buffered headers after its body, which would defeat the checks on them.
+            let hold = holdBackground && transfer.isBackground && (transfer.isPaused || transfer.isReceivingBody)
+            guard transfer.isPaused != hold else { continue }
+            if hold {
+                curl_easy_pause(easy, CURLPAUSE_RECV)
+                transfer.isPaused = true
+            } else {
+                // libcurl hands over the piece it kept when the transfer paused itself from
+                // inside this call; that piece must be taken, not refused again.
+                transfer.isPaused = false
+                transfer.isResuming = true
+                curl_easy_pause(easy, CURLPAUSE_CONT)
+                transfer.isResuming = false
+            }
+        }
+    }
+
+    /// Hands what each transfer has gathered to its sink (one large write instead of libcurl's
+    /// 16 KiB pieces); a transfer whose data cannot be stored ends here.
+    private func storeCoalescedData() {
+        var failed: [UnsafeMutableRawPointer] = []
+        for (easy, transfer) in active where !transfer.storePending() {
+            failed.append(easy)
+        }
+        for easy in failed {
+            curl_multi_remove_handle(multi.raw, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            _ = transfer.finish(curlResult: CURLE_WRITE_ERROR, cancelled: false)
+        }
+    }
+
+    private func collectFinished() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi.raw, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let result = rangefs_msg_result(message)
+            curl_multi_remove_handle(multi.raw, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            if let next = transfer.finish(curlResult: result, cancelled: false) {
+                // A probe whose HEAD told too little goes on with a one-byte GET.
+                start(next)
+            }
+        }
+    }
+}

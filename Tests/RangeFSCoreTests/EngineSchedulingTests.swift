@@ -1,0 +1,113 @@
+import FaultServer
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// How background work shares the links it uses: no host takes every background slot while
+/// another host has work, and a collection's size probes never stand between a reader and
+/// its first bytes.
+@Suite("Fetch engine: background work shares the links")
+struct EngineSchedulingTests {
+    @Test func aSlowHostDoesNotTakeEveryBackgroundSlotWhileAFastHostWaits() throws {
+        let slow = FetchEngineHarness.bytes(1 << 20, seed: 8)
+        let fast = FetchEngineHarness.bytes(1 << 20, seed: 9)
+        let fastServer = try FaultServer()
+        defer { _ = fastServer.stop() }
+        fastServer.publish("fast.bin", bytes: fast)
+        var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3)
+        prefetch.chunkBytes = 64 * 1024
+        let engine = try FetchEngineHarness(files: ["slow.bin": slow, "fast.bin": fast],
+                                            urls: ["fast.bin": fastServer.url("fast.bin")], prefetch: prefetch)
+        // Each 64 KiB chunk of the slow file takes 2 s: all of it, over three connections, 11 s.
+        engine.server.configure("slow.bin", PathOptions(bytesPerSecond: 32 * 1024))
+        // A reader has the slow file open: background work serves files in use first.
+        let held = try #require(try engine.open("slow.bin").value)
+        defer { held.close() }
+        engine.prefetcher.start()
+
+        // Found and fetched by background work alone.
+        #expect(FilesystemHarness.eventually(timeout: 8) {
+            engine.catalog.knownFile(forEntry: engine.entry("fast.bin"))?.isComplete == true
+        })
+        // The slow host kept its share meanwhile, and still has work.
+        let slowGets = engine.gets("slow.bin")
+        #expect(!held.file.isComplete)
+        #expect(slowGets.contains { !$0.finished }, "\(slowGets)")
+        #expect(slowGets.count < 16, "\(slowGets)")
+        let fastGets = fastServer.requests(for: "fast.bin").filter { $0.method == "GET" }
+        #expect(fastGets.count == 16 && fastGets.allSatisfy { $0.status == 206 && $0.bodyBytesSent == 64 * 1024 }, "\(fastGets)")
+        let fastFile = try #require(engine.catalog.knownFile(forEntry: engine.entry("fast.bin")))
+        #expect(try engine.read(fastFile, 0..<UInt64(fast.count)).value == fast)
+    }
+
+    @Test func aReadersFirstRequestsFindAConnectionWhileACollectionsProbesAndBackgroundWorkHoldThemAll() throws {
+        var files = ["big0.bin": FetchEngineHarness.bytes(1 << 20, seed: 1), "big1.bin": FetchEngineHarness.bytes(1 << 20, seed: 2),
+                     "big2.bin": FetchEngineHarness.bytes(1 << 20, seed: 3), "zz-last.bin": FetchEngineHarness.bytes(64 * 1024, seed: 4)]
+        let collection = (0..<2000).map { String(format: "f%04d.bin", $0) }
+        for name in collection { files[name] = [UInt8(ascii: "x")] }
+        var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3)
+        prefetch.chunkBytes = 64 * 1024
+        // Probes that wait 20 s for an answer are not stalled transfers here.
+        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) { $0.stallTimeoutSeconds = 60 }
+        // Background chunks that take half a minute each hold three connections...
+        for name in ["big0.bin", "big1.bin", "big2.bin"] { engine.server.configure(name, PathOptions(bytesPerSecond: 2048)) }
+        // ...and every size probe of the collection is answered after 20 s.
+        for name in collection { engine.server.configure(name, PathOptions(latency: .seconds(20))) }
+        // Their sizes are known: the prefetcher's three slots take chunks of them at once.
+        for name in ["big0.bin", "big1.bin", "big2.bin"] { _ = try #require(try engine.file(name).value) }
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests.filter { $0.method == "GET" }.count == 3 },
+                "\(engine.server.requests)")
+        // A listing of the collection: its probes take the connections the client allows a host.
+        engine.catalog.discoverSizes(ofEntries: collection.prefix(FileCatalog.eagerListingLimit).map(engine.entry))
+        #expect(FilesystemHarness.eventually(timeout: 5) {
+            engine.server.requests.count(where: { $0.method == "HEAD" && $0.path.hasPrefix("/f") }) >= 5
+        })
+        let before = engine.server.requests
+
+        // A reader opens the last entry and reads its first page.
+        let opened = try #require(try engine.open("zz-last.bin").value)
+        defer { opened.close() }
+        #expect(try engine.read(opened.file, 0..<4096).value == Array(files["zz-last.bin"]![0..<4096]))
+        let after = engine.server.requests
+        // Its probe and its range request went out at once: no probe that was waiting for its
+        // answer when it opened had to end first to free a connection, and no request that
+        // was queued for one went before them.
+        let probesEnded = after.filter { request in
+            request.method == "HEAD" && request.finished && before.contains { $0.id == request.id && !$0.finished }
+        }
+        #expect(probesEnded.isEmpty, "\(probesEnded)")
+        let readerProbe = try #require(after.first { $0.method == "HEAD" && $0.path == "/zz-last.bin" })
+        let next = after.filter { $0.id > readerProbe.id }
+        #expect(next.map { "\($0.method) \($0.path)" } == ["GET /zz-last.bin"], "\(next)")
+    }
+
+    @Test func aBackgroundTransferThatGaveItsConnectionToAReaderGoesOnWhereItStopped() throws {
+        let data = FetchEngineHarness.bytes(256 * 1024, seed: 5)
+        let files = ["back.bin": data, "listed.bin": [UInt8(ascii: "x")], "read.bin": FetchEngineHarness.bytes(8192, seed: 6)]
+        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
+        prefetch.chunkBytes = 256 * 1024
+        // Two connections to the server: the background transfer holds one, a slow probe the other.
+        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) {
+            $0.maxConnectionsPerHost = 2
+            $0.stallTimeoutSeconds = 60
+        }
+        engine.server.configure("back.bin", PathOptions(bytesPerSecond: 128 * 1024))
+        engine.server.configure("listed.bin", PathOptions(latency: .seconds(1)))
+        let back = try #require(try engine.open("back.bin").value)
+        defer { back.close() }
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { (engine.gets("back.bin").first?.bodyBytesSent ?? 0) >= 32 * 1024 })
+        engine.catalog.discoverSizes(ofEntries: [engine.entry("listed.bin")])
+        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests(for: "listed.bin").count == 1 })
+
+        // A reader of a third file: the background transfer gives its connection up.
+        let read = try #require(try engine.file("read.bin").value)
+        #expect(try engine.read(read, 0..<8192).value == files["read.bin"])
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
+        let gets = engine.gets("back.bin")
+        #expect(gets.count == 2 && gets[1].rangeStart.map { $0 > 0 && $0 <= UInt64(gets[0].bodyBytesSent) } == true, "\(gets)")
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
+}

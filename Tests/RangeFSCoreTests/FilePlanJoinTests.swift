@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+private let block = PlanFixture.block
+
+/// A reader whose blocks a running transfer brings: does it wait for that transfer, or ask for
+/// them itself and cut the transfer short where its blocks begin?
+struct JoinCase: Sendable, CustomTestStringConvertible {
+    enum Started: Sendable { case background, forReader }
+
+    var name: String
+    /// Who started the transfer of the file's 16 blocks (a reader reading from 0 with read-ahead).
+    var started: Started
+    /// Bytes the transfer wrote, each run at this long after the start.
+    var writes: [(bytes: Range<UInt64>, at: Duration)] = []
+    /// The reader's 4 KiB at this offset, this long after the start.
+    var readAt: UInt64
+    var readTime: Duration = .milliseconds(300)
+    /// How fast the host moved lately, as the shell measured it.
+    var hostBytesPerSecond: Double?
+    /// The reader's actions, after those of the transfer's start and writes.
+    var expected: [String]
+    var testDescription: String { name }
+}
+
+@Suite struct FilePlanJoinTests {
+    static let size = 16 * block
+    static let far: UInt64 = 12 * block
+    static let farBlock = "fetch #1 786432..<851968"
+
+    @Test(arguments: [
+        JoinCase(name: "unknown speed, background work, reader far ahead: cut, own request",
+                 started: .background, readAt: far,
+                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+        JoinCase(name: "unknown speed, background work, reader within the join distance: waits (and raises it)",
+                 started: .background, readAt: 2 * block, expected: ["raise", "wait #0"]),
+        JoinCase(name: "unknown speed, a reader's transfer, its kernel read-ahead beyond the join distance: waits",
+                 started: .forReader, readAt: 3 * block, expected: ["wait #1"]),
+        JoinCase(name: "a first burst alone tells no speed: background work is not waited for",
+                 started: .background, writes: [(0..<4 * block, .zero)], readAt: far, readTime: .milliseconds(10),
+                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+        JoinCase(name: "known slow speed (80 KB/s), background work: cut, own request",
+                 started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
+                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+        JoinCase(name: "known slow speed (80 KB/s), a reader's transfer: cut, own request",
+                 started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
+                 expected: ["log debug", farBlock, "wait #1"]),
+        JoinCase(name: "known fast speed (5 MB/s), background work: waits (and raises it)",
+                 started: .background, writes: [(0..<block, .zero), (block..<9 * block, .milliseconds(100))], readAt: far,
+                 readTime: .milliseconds(100), expected: ["raise", "wait #0"]),
+        JoinCase(name: "host known fast, transfer's own speed not yet: waits",
+                 started: .background, readAt: far, hostBytesPerSecond: 50_000_000, expected: ["raise", "wait #0"]),
+        JoinCase(name: "host known slow (96 KB/s), a reader's transfer of unknown speed: cut, own request",
+                 started: .forReader, readAt: far, hostBytesPerSecond: 96 * 1024,
+                 expected: ["log debug", farBlock, "wait #1"]),
+        JoinCase(name: "a reader's transfer: its own speed (slow) goes before its host's (fast)",
+                 started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
+                 hostBytesPerSecond: 50_000_000, expected: ["log debug", farBlock, "wait #1"]),
+        JoinCase(name: "background work, slow while held back, on a fast host: waits, as it moves at its host's pace once raised",
+                 started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
+                 hostBytesPerSecond: 50_000_000, expected: ["raise", "wait #0"]),
+        JoinCase(name: "256 KiB after the first burst tell the speed before 100 ms have passed",
+                 started: .background, writes: [(0..<block, .zero), (block..<5 * block, .milliseconds(10))], readAt: far,
+                 readTime: .milliseconds(20), expected: ["raise", "wait #0"]),
+    ])
+    func aReaderWaitsOnlyForATransferThatArrivesSoon(_ example: JoinCase) {
+        var plan = PlanFixture.plan(size: Self.size)
+        switch example.started {
+        case .background:
+            #expect(plan.background(0..<Self.size) == ["fetch #0 0..<1048576 background"])
+        case .forReader:
+            #expect(plan.read(0..<4096, readAhead: Self.size) == ["fetch #0 0..<1048576", "wait #0"])
+        }
+        for write in example.writes {
+            _ = plan.writeAsTheShellDoes(0, write.bytes, at: write.at)
+        }
+        let read = plan.read(example.readAt..<example.readAt + 4096, at: example.readTime,
+                             hostBytesPerSecond: example.hostBytesPerSecond)
+        #expect(read == example.expected)
+        // A cut transfer ends where the reader's request begins: no block is asked for twice.
+        if read.contains(Self.farBlock) {
+            #expect(plan.transfers[0]?.bytes.upperBound == Self.far)
+            #expect(plan.transfers[0]?.blocks == 0..<12)
+        } else {
+            #expect(plan.transfers[0]?.bytes == 0..<Self.size)
+        }
+    }
+
+    @Test func aCutTransferStopsAtItsCutAndEndsWithoutFailing() {
+        var plan = PlanFixture.plan(size: Self.size)
+        _ = plan.background(0..<Self.size)
+        #expect(plan.read(Self.far..<Self.far + 4096) == ["release 262144", "log debug", Self.farBlock, "wait #0"])
+        // Its response still carries the reader's bytes: they are not written by it.
+        #expect(plan.bytesWanted(by: 0, at: 11 * block, count: 2 * block) == block)
+        #expect(plan.bytesWanted(by: 0, at: Self.far, count: block) == 0)
+        #expect(plan.writeAsTheShellDoes(0, 0..<Self.far) == ["cached 786432"])
+        #expect(plan.hasReachedItsCut(0))
+        // The shell stopped it, and its client calls that a storage failure: the plan knows better.
+        #expect(plan.end(0, .failure(.localStorage("the cache could not store the data"))) == ["notify true"])
+        #expect(plan.lastFailure == nil)
+        #expect(plan.write(1, Self.far..<13 * block) == ["answer 786432..<790528", "cached 65536"])
+        #expect(plan.missingPieces(of: 0..<13 * block).isEmpty)
+    }
+
+    @Test func bytesWrittenWhileTheCutWasDecidedAreKept() {
+        var plan = PlanFixture.plan(size: Self.size)
+        _ = plan.background(0..<Self.size)
+        // The shell took 13 blocks to write before the reader cut the transfer at block 12.
+        #expect(plan.bytesWanted(by: 0, at: 0, count: 13 * block) == 13 * block)
+        _ = plan.read(Self.far..<Self.far + 4096)
+        #expect(plan.write(0, 0..<13 * block) == ["answer 786432..<790528", "cached 851968"])
+        #expect(plan.transfers[0]?.bytes == 0..<13 * block)
+        #expect(plan.hasReachedItsCut(0))
+    }
+
+    @Test func readersThatWaitedBeyondACutAskForTheirBytesAgain() {
+        var plan = PlanFixture.plan(size: Self.size)
+        _ = plan.background(0..<Self.size)
+        _ = plan.writeAsTheShellDoes(0, 0..<block, at: .zero)
+        _ = plan.writeAsTheShellDoes(0, block..<9 * block, at: .milliseconds(100))
+        // Fast then (5 MB/s): a reader of block 13 waits for it.
+        #expect(plan.read(13 * block..<13 * block + 100, at: .milliseconds(100)) == ["raise", "wait #0"])
+        // Ten seconds on without a byte more: a reader of block 12 asks for its own block, and
+        // the reader of block 13, whose transfer now ends before it, for its page.
+        #expect(plan.read(Self.far..<Self.far + 100, at: .seconds(10)) == [
+            "release 262144", "log debug", Self.farBlock, "fetch #2 851968..<856064", "wait #1",
+        ])
+    }
+}
+
+extension FilePlan {
+    /// `write` as the shell does it: a background transfer's promise shrinks by what arrives.
+    mutating func writeAsTheShellDoes(_ id: Int, _ bytes: Range<UInt64>, at elapsed: Duration = .zero) -> [String] {
+        _ = takeReservation(of: id, for: UInt64(bytes.count))
+        return write(id, bytes, at: elapsed)
+    }
+}
