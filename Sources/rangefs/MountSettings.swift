@@ -55,7 +55,6 @@ enum MountSettings {
     /// one: declare its `@Option` in `MountCommand` and add its row here.
     static let all: [MountSetting] = [
         .value("--format", example: "m3u") { $0.format == .auto ? nil : $0.format.argument },
-        .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
         .value("--cache-dir", example: "/var/cache/rangefs/media") { $0.cachePath },
         .value("--block-size", example: "1M") { $0.blockSize },
         .value("--prefetch", example: "opened") { $0.prefetch },
@@ -66,6 +65,7 @@ enum MountSettings {
         .value("--cache-min-free", example: "2M") { $0.cacheMinFree },
         .value("--proxy", example: "http://proxy:3128") { $0.proxy },
         .value("--metrics-address", example: "127.0.0.1:9464") { $0.metricsAddress },
+        .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.
