@@ -126,6 +126,43 @@ struct WebListingServerTests {
         #expect(names == ["a.txt", "b.txt"])
     }
 
+    @Test("rangefs manifest writes the tree nginx lists as a manifest that loads unchanged", arguments: ["text", "json"])
+    func manifestCommand(format: String) throws {
+        let root = try Self.tree.get()
+        let server = try ListingServer(.nginx, serving: root)
+        defer { server.stop() }
+        let listing = server.baseURL + (format == "json" ? "/json/" : "/html/")
+        let result = Command.run([try RangeFSBinary.path(), "manifest", "--format", format, listing], timeout: 120)
+        try #require(result.succeeded, "\(result)")
+        #expect(result.stderr.isEmpty, "nothing left out: \(result.stderr)")
+        let file = try Scratch.makeDir("manifest").appendingPathComponent(format == "json" ? "tree.json" : "tree.txt")
+        try result.stdoutData.write(to: file)
+        let manifest = try Manifest.load(path: file.path)
+        let onDisk = try Self.files(under: root)
+        #expect(manifest.entries.count == onDisk.count)
+        #expect(Set(manifest.entries.map(\.path.description)) == Set(onDisk.keys))
+        for entry in manifest.entries {
+            #expect(entry.size == (format == "json" ? onDisk[entry.path.description] : nil), "\(entry.path)")
+            #expect(entry.urlString.hasPrefix(listing) && entry.url.path == URL(string: listing)!.path + "/" + entry.path.description,
+                    "\(entry.urlString) names \(entry.path)")
+        }
+        let plain = manifest.entries.first { $0.path.description == "plain.txt" }
+        #expect(plain?.modified == (format == "json" ? Date(timeIntervalSince1970: 1_767_323_045) : nil))
+    }
+
+    /// Every file below `root`, by its path relative to it, with its size.
+    static func files(under root: URL) throws -> [String: UInt64] {
+        var files: [String: UInt64] = [:]
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+        while let path = enumerator.nextObject() as? String {
+            let attributes = try FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(path).path)
+            if attributes[.type] as? FileAttributeType == .typeRegular {
+                files[path] = (attributes[.size] as? NSNumber)?.uint64Value
+            }
+        }
+        return files
+    }
+
     static func client() -> CurlClient {
         var logger = Logger(label: "rangefs-test")
         logger.logLevel = .critical
