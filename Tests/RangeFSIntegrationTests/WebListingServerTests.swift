@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RangeFSCore
+import Synchronization
 import Testing
 
 /// Real listing servers on loopback serve the awkward tree; every directory's listing is
@@ -148,6 +149,42 @@ struct WebListingServerTests {
         }
         let plain = manifest.entries.first { $0.path.description == "plain.txt" }
         #expect(plain?.modified == (format == "json" ? Date(timeIntervalSince1970: 1_767_323_045) : nil))
+    }
+
+    @Test("a mount's directory lister grows the tree nginx lists, one directory when it is asked for")
+    func directoryLister() throws {
+        let root = try Self.tree.get()
+        let server = try ListingServer(.nginx, serving: root)
+        defer { server.stop() }
+        let client = Self.client()
+        defer { client.shutdown() }
+        var logger = Logger(label: "rangefs-test")
+        logger.logLevel = .critical
+        let directories = ListedDirectories(root: URL(string: server.baseURL + "/html/")!,
+                                            lister: WebDirectoryLister(client: client, logger: logger), logger: logger) { _ in }
+        func listed(_ path: EntryPath?) throws {
+            let outcome = Mutex<Result<Void, FetchError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            directories.ensureListed(path) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(done.wait(timeout: .now() + 60) == .success, "listing \(String(describing: path)) timed out")
+            try outcome.withLock { $0 }!.get()
+        }
+        let onDisk = try Self.files(under: root)
+        func known() -> [String: UInt64?] {
+            Dictionary(uniqueKeysWithValues: directories.snapshot.manifest.entries.map { ($0.path.description, $0.size) })
+        }
+        try listed(nil)
+        let top = onDisk.filter { !$0.key.contains("/") }
+        #expect(known() == top.mapValues { Optional($0) }, "the top files, with nginx's exact sizes")
+        #expect(Set(directories.snapshot.directories.map(\.description)) == ["Case", "empty", "sub dir", AwkwardTree.bigDirectory])
+        try listed(try EntryPath(validating: AwkwardTree.bigDirectory))
+        try listed(try EntryPath(validating: "sub dir"))
+        let expected = onDisk.filter { !$0.key.hasPrefix("Case/") }
+        #expect(known() == expected.mapValues { Optional($0) }, "Case/ is not listed until asked for")
+        #expect(known().count == top.count + AwkwardTree.bigCount + 1)
     }
 
     /// Every file below `root`, by its path relative to it, with its size.
