@@ -1,7 +1,7 @@
 import Foundation
 
 /// One entry of a web server's directory listing.
-public struct WebListingEntry: Sendable, Equatable {
+public struct WebListingEntry: Sendable, Equatable, Codable {
     /// The name in the mount: the last segment of the link, percent-decoded (or the name a
     /// JSON/XML listing states), checked like a manifest path component.
     public var name: String
