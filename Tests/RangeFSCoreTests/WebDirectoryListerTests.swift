@@ -1,29 +1,20 @@
 import FaultServer
 import Foundation
-import Logging
 import Testing
 @testable import RangeFSCore
 
 /// The lister a listed mount uses, against a FaultServer on loopback: children of a page,
 /// a held listing kept on a `304`, and failures as the mount sees them.
 @Suite("Web listings: the directory lister")
-final class WebDirectoryListerTests {
-    let server: FaultServer
-    let client: CurlClient
-    let lister: WebDirectoryLister
+struct WebDirectoryListerTests {
+    let http: LoopbackHTTP
 
     init() throws {
-        server = try FaultServer()
-        var logger = Logger(label: "rangefs-test")
-        logger.logLevel = .critical
-        client = CurlClient(logger: logger)
-        lister = WebDirectoryLister(client: client, timeout: .seconds(10), logger: logger)
+        http = try LoopbackHTTP()
     }
 
-    deinit {
-        client.shutdown()
-        server.stop()
-    }
+    var server: FaultServer { http.server }
+    var lister: WebDirectoryLister { WebDirectoryLister(client: http.client, timeout: .seconds(10), logger: http.logger) }
 
     func list(_ path: String, held: RemoteValidator? = nil) throws -> Result<ListingAnswer, FetchError> {
         try FilesystemHarness.wait { completion in lister.list(server.url(path), heldVersion: held, completion: completion) }
