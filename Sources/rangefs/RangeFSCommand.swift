@@ -24,6 +24,6 @@ struct RangeFSCommand: ParsableCommand {
           umount /mnt/media
         """,
         version: RangeFSVersion.description(commit: buildCommit),
-        subcommands: [MountCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self, RefreshCommand.self]
+        subcommands: [MountCommand.self, ManifestCommand.self, UnmountCommand.self, StatusCommand.self, PauseCommand.self, ResumeCommand.self, EvictCommand.self, PinCommand.self, UnpinCommand.self, VerifyCommand.self, RefreshCommand.self]
     )
 }

@@ -1,27 +1,20 @@
 import FaultServer
 import Foundation
-import Logging
 import Testing
 @testable import RangeFSCore
 
 /// Whole documents (manifests, feeds, listings) fetched with libcurl from a FaultServer on
 /// loopback: chunked replies, the size cap, revalidation with a 304, retries and redirects.
 @Suite("Remote: whole documents of any length")
-final class DocumentDownloadTests {
-    let server: FaultServer
-    let client: CurlClient
+struct DocumentDownloadTests {
+    let http: LoopbackHTTP
 
     init() throws {
-        server = try FaultServer()
-        var logger = Logger(label: "rangefs-test")
-        logger.logLevel = .critical
-        client = CurlClient(logger: logger)
+        http = try LoopbackHTTP()
     }
 
-    deinit {
-        client.shutdown()
-        server.stop()
-    }
+    var server: FaultServer { http.server }
+    var client: CurlClient { http.client }
 
     func download(_ path: String, maxBytes: UInt64 = 1 << 20, held: RemoteValidator? = nil) throws(RemoteError) -> FetchedDocument {
         var download = DocumentDownload(request: DocumentRequest(url: server.url(path), maxBytes: maxBytes, heldVersion: held,

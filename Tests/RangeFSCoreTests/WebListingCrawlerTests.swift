@@ -1,27 +1,20 @@
 import FaultServer
 import Foundation
-import Logging
 import Testing
 @testable import RangeFSCore
 
 /// The crawler against listing pages a FaultServer serves on loopback: loops through
 /// redirects, the depth limit, a directory that cannot be listed, and listings in flight.
 @Suite("Web listings: the crawler")
-final class WebListingCrawlerTests {
-    let server: FaultServer
-    let client: CurlClient
+struct WebListingCrawlerTests {
+    let http: LoopbackHTTP
 
     init() throws {
-        server = try FaultServer()
-        var logger = Logger(label: "rangefs-test")
-        logger.logLevel = .critical
-        client = CurlClient(logger: logger)
+        http = try LoopbackHTTP()
     }
 
-    deinit {
-        client.shutdown()
-        server.stop()
-    }
+    var server: FaultServer { http.server }
+    var client: CurlClient { http.client }
 
     /// A page in Python's http.server style linking `names`, served chunked as HTML.
     func listing(_ path: String, _ names: [String], options: PathOptions = PathOptions()) {

@@ -44,10 +44,11 @@ struct WebListingLinkTests {
         <a href="/%6Dusic/encoded-base.mp3">the base spelt with an escape</a>
         <a href="sub/../back.mp3">dot segments</a>
         <a href="a%2Fb.mp3">an escaped slash</a>
+        <a href="./a:b.mp3">a colon, as Apache writes it</a> <a href="c%3Ad.mp3">a colon, as nginx writes it</a>
         """
         #expect(try names(page) == [
             "plain.mp3", "single.mp3", "dot.mp3", "absolute.mp3", "full/", "network-path.mp3",
-            "encoded-base.mp3", "back.mp3",
+            "encoded-base.mp3", "back.mp3", "a:b.mp3", "c:d.mp3",
         ])
         #expect(try parse(page).skipped.map(\.href) == ["a%2Fb.mp3"], "a name holding '/' is not an entry")
     }

@@ -61,7 +61,7 @@ let awkwardTop: [(name: String, isDirectory: Bool, size: UInt64)] = [
     ("case", false, 1), ("plain.txt", false, 5), ("with space.txt", false, 1), ("hash#name.txt", false, 2),
     ("question?mark.txt", false, 3), ("percent%41.txt", false, 4), ("amp&name.txt", false, 5),
     ("[bracket].txt", false, 6), ("_underscore.txt", false, 7), ("ünïcödé-日本.txt", false, 3),
-    ("empty-file.bin", false, 0), ("twenty-k.bin", false, 20_000), ("one-and-half-m.bin", false, 1_500_000),
+    ("empty-file.bin", false, 0), ("Episode 1: a colon.txt", false, 5), ("twenty-k.bin", false, 20_000), ("one-and-half-m.bin", false, 1_500_000),
     ("it's \"quoted\" <angle>.txt", false, 1), (String(repeating: "L", count: 246) + ".txt", false, 4),
 ]
 

@@ -184,8 +184,8 @@ final class ListingServer {
     }
 }
 
-/// The tree of awkward names listings are tested on: spaces, `#`, `?`, `%`, `&`, `[`, quotes
-/// and `<`, a `_` prefix, unicode, a 250-byte name, a file and a directory differing only in
+/// The tree of awkward names listings are tested on: spaces, `#`, `?`, `%`, `&`, `[`, `:`,
+/// quotes and `<`, a `_` prefix, unicode, a 250-byte name, a file and a directory differing only in
 /// case, an empty directory, and 10,000 entries in one directory. The top level is the one
 /// the pages in Tests/Fixtures/web-listings were captured from.
 enum AwkwardTree {
@@ -196,7 +196,7 @@ enum AwkwardTree {
         let files: [(String, String)] = [
             ("plain.txt", "hello"), ("with space.txt", "x"), ("hash#name.txt", "ab"), ("question?mark.txt", "abc"),
             ("percent%41.txt", "abcd"), ("amp&name.txt", "12345"), ("[bracket].txt", "123456"),
-            ("_underscore.txt", "1234567"), ("ünïcödé-日本.txt", "uni"), ("empty-file.bin", ""),
+            ("_underscore.txt", "1234567"), ("ünïcödé-日本.txt", "uni"), ("empty-file.bin", ""), ("Episode 1: a colon.txt", "colon"),
             ("it's \"quoted\" <angle>.txt", "q"), (String(repeating: "L", count: 246) + ".txt", "long"), ("case", "c"),
             ("Case/inside.txt", "in"), ("sub dir/inner.txt", "inner"),
         ]

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RangeFSCore
+import Synchronization
 import Testing
 
 /// Real listing servers on loopback serve the awkward tree; every directory's listing is
@@ -124,6 +125,79 @@ struct WebListingServerTests {
         let names = try WebListing.parse(changed.bytes, url: changed.reply.finalURL, contentType: changed.reply.contentType)
             .entries.map(\.name)
         #expect(names == ["a.txt", "b.txt"])
+    }
+
+    @Test("rangefs manifest writes the tree nginx lists as a manifest that loads unchanged", arguments: ["text", "json"])
+    func manifestCommand(format: String) throws {
+        let root = try Self.tree.get()
+        let server = try ListingServer(.nginx, serving: root)
+        defer { server.stop() }
+        let listing = server.baseURL + (format == "json" ? "/json/" : "/html/")
+        let result = Command.run([try RangeFSBinary.path(), "manifest", "--format", format, listing], timeout: 120)
+        try #require(result.succeeded, "\(result)")
+        #expect(result.stderr.isEmpty, "nothing left out: \(result.stderr)")
+        let file = try Scratch.makeDir("manifest").appendingPathComponent(format == "json" ? "tree.json" : "tree.txt")
+        try result.stdoutData.write(to: file)
+        let manifest = try Manifest.load(path: file.path)
+        let onDisk = try Self.files(under: root)
+        #expect(manifest.entries.count == onDisk.count)
+        #expect(Set(manifest.entries.map(\.path.description)) == Set(onDisk.keys))
+        for entry in manifest.entries {
+            #expect(entry.size == (format == "json" ? onDisk[entry.path.description] : nil), "\(entry.path)")
+            #expect(entry.urlString.hasPrefix(listing) && entry.url.path == URL(string: listing)!.path + "/" + entry.path.description,
+                    "\(entry.urlString) names \(entry.path)")
+        }
+        let plain = manifest.entries.first { $0.path.description == "plain.txt" }
+        #expect(plain?.modified == (format == "json" ? Date(timeIntervalSince1970: 1_767_323_045) : nil))
+    }
+
+    @Test("a mount's directory lister grows the tree nginx lists, one directory when it is asked for")
+    func directoryLister() throws {
+        let root = try Self.tree.get()
+        let server = try ListingServer(.nginx, serving: root)
+        defer { server.stop() }
+        let client = Self.client()
+        defer { client.shutdown() }
+        var logger = Logger(label: "rangefs-test")
+        logger.logLevel = .critical
+        let directories = ListedDirectories(root: URL(string: server.baseURL + "/html/")!,
+                                            lister: WebDirectoryLister(client: client, logger: logger), logger: logger) { _ in }
+        func listed(_ path: EntryPath?) throws {
+            let outcome = Mutex<Result<Void, FetchError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            directories.ensureListed(path) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(done.wait(timeout: .now() + 60) == .success, "listing \(String(describing: path)) timed out")
+            try outcome.withLock { $0 }!.get()
+        }
+        let onDisk = try Self.files(under: root)
+        func known() -> [String: UInt64?] {
+            Dictionary(uniqueKeysWithValues: directories.snapshot.manifest.entries.map { ($0.path.description, $0.size) })
+        }
+        try listed(nil)
+        let top = onDisk.filter { !$0.key.contains("/") }
+        #expect(known() == top.mapValues { Optional($0) }, "the top files, with nginx's exact sizes")
+        #expect(Set(directories.snapshot.directories.map(\.description)) == ["Case", "empty", "sub dir", AwkwardTree.bigDirectory])
+        try listed(try EntryPath(validating: AwkwardTree.bigDirectory))
+        try listed(try EntryPath(validating: "sub dir"))
+        let expected = onDisk.filter { !$0.key.hasPrefix("Case/") }
+        #expect(known() == expected.mapValues { Optional($0) }, "Case/ is not listed until asked for")
+        #expect(known().count == top.count + AwkwardTree.bigCount + 1)
+    }
+
+    /// Every file below `root`, by its path relative to it, with its size.
+    static func files(under root: URL) throws -> [String: UInt64] {
+        var files: [String: UInt64] = [:]
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+        while let path = enumerator.nextObject() as? String {
+            let attributes = try FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(path).path)
+            if attributes[.type] as? FileAttributeType == .typeRegular {
+                files[path] = (attributes[.size] as? NSNumber)?.uint64Value
+            }
+        }
+        return files
     }
 
     static func client() -> CurlClient {

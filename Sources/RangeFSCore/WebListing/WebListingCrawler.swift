@@ -95,7 +95,7 @@ private final class CrawlWalk: Sendable {
     }
 
     /// Bounded without a deadline of its own: every listing's download has its timeout and
-    /// its bounded retries, and the depth limit bounds how many there are.
+    /// its bounded retries, no directory is listed twice, and none deeper than the limit.
     func waitForOutcome() throws(WebListingError) -> WebListingCrawler.Outcome {
         finished.wait()
         let final = state.withLock { $0 }

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+
+/// Lists one directory of a web server for a mount grown from listings (`ListedDirectories`):
+/// one GET of the directory's URL, conditional when a listing is held (a `304` keeps it), and
+/// the page read by `WebListing.parse` against the URL it came from after redirects.
+public struct WebDirectoryLister: DirectoryLister {
+    private let client: any RemoteClient
+    /// The mount's `--header`s: an `Authorization` for a protected listing.
+    private let headers: [String: String]
+    private let maxBytes: UInt64
+    private let timeout: Duration
+    private let logger: Logger
+
+    public init(client: any RemoteClient, headers: [String: String] = [:], maxBytes: UInt64 = 32 << 20,
+                timeout: Duration = .seconds(60), logger: Logger) {
+        self.client = client
+        self.headers = headers
+        self.maxBytes = maxBytes
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    public func list(_ url: URL, heldVersion: RemoteValidator?,
+                     completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
+        let request = DocumentRequest(url: url, headers: headers, maxBytes: maxBytes, heldVersion: heldVersion, timeout: timeout)
+        DocumentDownload(request: request, client: client).start { [logger] result in
+            let document: FetchedDocument
+            switch result {
+            case .success(let fetched): document = fetched
+            case .failure(let error): return completion(.failure(FetchError(url, .remote(error))))
+            }
+            let reply = document.reply
+            // Most servers send no validator with a listing: there is then nothing to ask again with.
+            let validator = reply.validator.etag == nil && reply.validator.lastModified == nil ? nil : reply.validator
+            if reply.notModified { return completion(.success(.unchanged(validator))) }
+            do throws(WebListingError) {
+                let listing = try WebListing.parse(document.bytes, url: reply.finalURL, contentType: reply.contentType)
+                for link in listing.skipped {
+                    logger.notice("\(url.redactedForDisplay): link left out: \(link)")
+                }
+                let children = listing.entries.map {
+                    ListedChild(name: $0.name, url: $0.url, isDirectory: $0.isDirectory, size: $0.size, modified: $0.modified)
+                }
+                completion(.success(.listed(children, validator)))
+            } catch {
+                // Asking again brings the same page: not a transient failure.
+                completion(.failure(FetchError(url, .remote(.refused(error.reason)))))
+            }
+        }
+    }
+}
