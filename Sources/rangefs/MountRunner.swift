@@ -192,7 +192,7 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let lister = WebDirectoryLister(headers: loader.headers, client: client, policy: policy, logger: logger)
+        let lister = WebDirectoryLister(client: client, headers: loader.headers, policy: policy, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in

@@ -1,28 +1,34 @@
 import Foundation
 import Logging
 
-/// Lists a directory URL with the mount's client: one GET of its page (chunked or not, up to a
-/// cap; conditional when a listing is held), read by `WebListing.parse` off the transfer thread.
+/// Lists one directory of a web server for a mount grown from listings (`ListedDirectories`):
+/// one GET of the directory's URL (chunked or not, up to a cap; conditional when a listing with
+/// a validator is held, and a `304` keeps it), the page read by `WebListing.parse` against the
+/// URL it came from after redirects, off the thread that runs every transfer.
 public struct WebDirectoryLister: DirectoryLister {
-    /// Sent with every listing request (an `Authorization` for a protected listing).
-    public var headers: [String: String]
-    public var client: any RemoteClient
-    public var policy: FetchPolicy
+    private let client: any RemoteClient
+    /// The mount's `--header`s: an `Authorization` for a protected listing.
+    private let headers: [String: String]
+    private let policy: FetchPolicy
     /// A bigger page is not a listing anyone means to mount.
-    public var maxListingBytes: UInt64 = 32 << 20
-    public var logger: Logger
+    private let maxBytes: UInt64
+    private let timeout: Duration
+    private let logger: Logger
 
-    public init(headers: [String: String], client: any RemoteClient, policy: FetchPolicy, logger: Logger) {
-        self.headers = headers
+    public init(client: any RemoteClient, headers: [String: String] = [:], policy: FetchPolicy = FetchPolicy(),
+                maxBytes: UInt64 = 32 << 20, timeout: Duration = .seconds(60), logger: Logger) {
         self.client = client
+        self.headers = headers
         self.policy = policy
+        self.maxBytes = maxBytes
+        self.timeout = timeout
         self.logger = logger
     }
 
     public func list(_ url: URL, heldVersion: RemoteValidator?,
                      completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
-        var download = DocumentDownload(request: DocumentRequest(url: url, headers: headers, maxBytes: maxListingBytes,
-                                                                 heldVersion: heldVersion), client: client)
+        let request = DocumentRequest(url: url, headers: headers, maxBytes: maxBytes, heldVersion: heldVersion, timeout: timeout)
+        var download = DocumentDownload(request: request, client: client)
         download.policy = policy
         download.start { [logger] result in
             let document: FetchedDocument
@@ -30,17 +36,20 @@ public struct WebDirectoryLister: DirectoryLister {
             case .success(let fetched): document = fetched
             case .failure(let error): return completion(.failure(FetchError(url, .remote(error))))
             }
-            if document.reply.notModified { return completion(.success(.unchanged(document.reply.validator))) }
+            let reply = document.reply
+            // Most servers send no validator with a listing: there is then nothing to ask again with.
+            let validator = reply.validator.etag == nil && reply.validator.lastModified == nil ? nil : reply.validator
+            if reply.notModified { return completion(.success(.unchanged(validator))) }
             // A page of 10,000 links takes a while to read: not on the thread that runs every transfer.
             DispatchQueue.global().async {
                 do throws(WebListingError) {
-                    let place = document.reply.finalURL
-                    let listing = try WebListing.parse(document.bytes, url: place, contentType: document.reply.contentType)
+                    let listing = try WebListing.parse(document.bytes, url: reply.finalURL, contentType: reply.contentType)
                     for link in listing.skipped {
-                        logger.notice("\(place.redactedForDisplay): link \(link) not shown")
+                        logger.notice("\(url.redactedForDisplay): link left out: \(link)")
                     }
-                    completion(.success(.listed(listing.entries, document.reply.validator, from: place)))
+                    completion(.success(.listed(listing.entries, validator, from: reply.finalURL)))
                 } catch {
+                    // Asking again brings the same page: not a transient failure.
                     completion(.failure(FetchError(url, .unreadableListing(error.reason))))
                 }
             }
