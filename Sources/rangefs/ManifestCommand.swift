@@ -66,25 +66,43 @@ struct ManifestCommand: ParsableCommand {
         configuration.proxy = proxy
         let client = CurlClient(configuration: configuration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
         defer { client.shutdown() }
-        var limits = WebListingCrawler.Limits()
-        limits.maxDepth = maxDepth
-        limits.listingsInFlight = maxListings
-        let crawler = WebListingCrawler(root: root, headers: try HeaderArguments.parse(headers), client: client, limits: limits)
-        let outcome: WebListingCrawler.Outcome
-        do {
-            outcome = try crawler.run()
-        } catch {
-            throw CommandFailure("\(error)")
+        // What is left out (a bad name, a link out of the tree, too deep) is a note on stderr.
+        let notes = Logger(label: "rangefs", factory: { _ in NoteLogHandler() })
+        var settings = ListedDirectories.Settings()
+        settings.maxDepth = maxDepth
+        settings.maxInFlight = maxListings
+        let lister = WebDirectoryLister(client: client, headers: try HeaderArguments.parse(headers), logger: notes)
+        let tree = ListedDirectories(root: ListedDirectories.directoryURL(root), lister: lister, settings: settings, logger: notes) { _ in }
+        // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
+        let failures = tree.listEverything(timeout: .seconds(86_400))
+        guard tree.isListed(nil) else {
+            throw CommandFailure(failures.first.map { "\($0)" } ?? "\(root.redactedForDisplay): not listed")
         }
-        for note in outcome.notes { writeError("note: \(note)") }
+        let entries = tree.snapshot.manifest.entries
         switch format {
-        case .text: Terminal.write(try ManifestWriter.text(outcome.entries))
-        case .json: Terminal.write(ManifestWriter.json(outcome.entries))
+        case .text: Terminal.write(try ManifestWriter.text(entries))
+        case .json: Terminal.write(ManifestWriter.json(entries))
         }
-        guard outcome.failures.isEmpty else {
-            for failure in outcome.failures { writeError("Error: \(failure)") }
-            writeError("Error: \(outcome.failures.count) directories could not be listed; their files are missing above")
+        guard failures.isEmpty else {
+            for failure in failures { writeError("Error: \(failure)") }
+            writeError("Error: \(failures.count) directories could not be listed; their files are missing above")
             throw ExitCode(1)
         }
+    }
+}
+
+/// Log lines as notes for a person at a terminal: "note: …" on stderr, notice and above only.
+struct NoteLogHandler: LogHandler {
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .notice
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+             file: String, function: String, line: UInt) {
+        writeError("note: \(message)")
     }
 }

@@ -255,11 +255,9 @@ struct MountCommand: ParsableCommand {
             if format.isIndex { throw CommandFailure("--format index mounts a web directory: give its http(s) URL") }
             return nil
         }
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
-        let isDirectory = components.percentEncodedPath.hasSuffix("/")
+        let isDirectory = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath.hasSuffix("/") ?? false
         guard format.isIndex || (format.format == nil && isDirectory) else { return nil }
-        if !isDirectory { components.percentEncodedPath += "/" }
-        return components.url ?? url
+        return ListedDirectories.directoryURL(url)
     }
 
     /// Where fetched data is kept, as an absolute path.

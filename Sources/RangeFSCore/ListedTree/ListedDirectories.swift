@@ -83,6 +83,14 @@ public final class ListedDirectories: Sendable {
         self.onChange = onChange
     }
 
+    /// A directory's URL ends in `/`: one without is given it, as a browser's redirect would.
+    public static func directoryURL(_ url: URL) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              !components.percentEncodedPath.hasSuffix("/") else { return url }
+        components.percentEncodedPath += "/"
+        return components.url ?? url
+    }
+
     /// What is known now (an empty tree before the root is listed).
     public var snapshot: Snapshot {
         state.withLock { $0.tree.snapshot(source: source) }
@@ -155,6 +163,35 @@ public final class ListedDirectories: Sendable {
             return queued
         }
         if queued { startQueued() }
+    }
+
+    /// Lists the whole tree (`rangefs manifest`): every directory known, then every one those
+    /// listings showed, until none is left, a bounded number at once. Waits at most `timeout`;
+    /// returns why each directory that could not be listed was not (see `isListed(nil)` for
+    /// the top).
+    public func listEverything(timeout: Duration) -> [FetchError] {
+        let deadline = DispatchTime.now() + timeout.timeInterval
+        let failures = Mutex<[String: FetchError]>([:])
+        while true {
+            let failed = failures.withLock { Set($0.keys) }
+            let unlisted = state.withLock { state in
+                state.tree.directories.filter { $0.value.children == nil && !failed.contains($0.key) }.map(\.key)
+            }
+            guard !unlisted.isEmpty else { break }
+            let group = DispatchGroup()
+            for path in unlisted {
+                group.enter()
+                let entryPath = path.isEmpty ? nil : EntryPath(trustedComponents: path.split(separator: "/").map(String.init))
+                ensureListed(entryPath) { result in
+                    if case .failure(let error) = result { failures.withLock { $0[path] = error } }
+                    group.leave()
+                }
+            }
+            if group.wait(timeout: deadline) == .timedOut {
+                return failures.withLock { $0 }.sorted { $0.key < $1.key }.map(\.value) + [FetchError(source, .timedOut(timeout))]
+            }
+        }
+        return failures.withLock { $0 }.sorted { $0.key < $1.key }.map(\.value)
     }
 
     /// Lists every listed directory again (`rangefs refresh`), waiting at most `timeout`; a
