@@ -22,6 +22,8 @@ extension Manifest {
             return try M3UManifestParser(source: source, baseURL: baseURL).parse(text)
         case .rss:
             return try RSSManifestParser(source: source).parse(text)
+        case .metalink:
+            return try MetalinkManifestParser(source: source).parse(text)
         }
     }
 
