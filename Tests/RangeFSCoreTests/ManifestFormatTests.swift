@@ -420,7 +420,7 @@ private let badFormatCases: [BadFormatCase] = [
                   message: "f.rss:3: unsupported XML: DTD declarations (<!DOCTYPE … [ … ]>, <!ENTITY …>)"),
 ]
 
-@Test(arguments: badFormatCases)
+@Test(arguments: badFormatCases + badMirrorCases)
 func badManifestInAnyFormatIsRejectedWithExactMessage(_ bad: BadFormatCase) {
     let error = #expect(throws: ManifestError.self) { try Manifest.parse(bad.text, source: bad.source) }
     #expect(error?.description == bad.message)

@@ -27,7 +27,8 @@ extension Manifest {
         }
     }
 
-    private static func document(source: String, _ parse: () throws(DocumentSyntaxError) -> DocumentValue?) throws(ManifestError) -> DocumentValue? {
+    /// What `parse` reads from a document, or its syntax error located in `source`.
+    static func document<Document>(source: String, _ parse: () throws(DocumentSyntaxError) -> Document) throws(ManifestError) -> Document {
         do throws(DocumentSyntaxError) {
             return try parse()
         } catch {

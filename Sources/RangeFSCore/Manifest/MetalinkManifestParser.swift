@@ -18,12 +18,7 @@ struct MetalinkManifestParser {
     let source: String
 
     func parse(_ text: String) throws(ManifestError) -> Manifest {
-        let scan: MetalinkScan
-        do throws(DocumentSyntaxError) {
-            scan = try MetalinkScan.scan(text)
-        } catch {
-            throw ManifestError(source: source, line: error.line, reason: error.reason)
-        }
+        let scan = try Manifest.document(source: source) { () throws(DocumentSyntaxError) in try MetalinkScan.scan(text) }
         let version = try version(of: scan)
         guard !scan.files.isEmpty else {
             throw ManifestError(source: source, line: 0, reason: "the Metalink has no <file> (nothing to mount)")
