@@ -124,7 +124,7 @@ struct MetalinkFileReader {
         }
         let expected = PieceHashes.count(forSize: size, pieceLength: length)
         guard UInt64(digests.count) == expected else {
-            throw LocatedProblem(line: pieces.line, reason: "<pieces> has \(digests.count) hashes, but \(size) bytes in pieces of \(length) need \(expected)")
+            throw LocatedProblem(line: pieces.line, reason: "<pieces> has \(digests.count) \(digests.count == 1 ? "hash" : "hashes"), but \(size) bytes in pieces of \(length) need \(expected)")
         }
         return PieceHashes(pieceLength: length, hexDigests: digests)
     }
