@@ -93,6 +93,26 @@ private func urls(_ entry: ManifestEntry) -> [String] {
     #expect(manifest.entries.map(urls) == [["http://a.example/a.bin", "http://b.example/a.bin"]])
 }
 
+@Test func metalinkReadsOnlyItsOwnPlacesInAFile() throws {
+    // A <hash>, <url>, <size> or <pieces> inside another element is not the file's; nor is a <file> in a <file>.
+    let manifest = try Manifest.parse("""
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink" xmlns:x="urn:example:extension">
+          <file name="a.bin">
+            <size>1</size><pieces length="1" type="sha-256"><hash>\(pieceB)</hash></pieces>
+            <x:extra><url>http://elsewhere/a.bin</url><size>7</size><hash type="sha-256">\(sha)</hash>
+              <pieces length="1" type="sha-256"><hash>\(pieceA)</hash></pieces></x:extra>
+            <url>http://h/a.bin<x:note>not part of the URL</x:note></url>
+            <file name="inner.bin"><url>http://h/inner.bin</url></file>
+          </file>
+        </metalink>
+        """, source: "a.meta4")
+    #expect(manifest.entries.map(\.path.description) == ["a.bin"])
+    #expect(manifest.entries.map(urls) == [["http://h/a.bin"]])
+    #expect(manifest.entries[0].size == 1 && manifest.entries[0].sha256 == nil)
+    let pieces = try #require(manifest.entries[0].pieces)
+    #expect(pieces.count == 1 && pieces.hexDigest(ofPiece: 0) == pieceB)
+}
+
 // MARK: Metalink 3.0
 
 @Test func metalink3ReadsResourcesByPreference() throws {

@@ -58,7 +58,7 @@ private final class MetalinkScannerDelegate: NSObject, ErrorRecordingXMLParserDe
     /// How many elements are open while `current`'s `<file>` is the innermost one.
     private var fileDepth = 0
     /// The element inside `current` whose text is being collected, and where it goes when it
-    /// ends (nil: a `<hash>` of the last `<pieces>`).
+    /// ends (nil: a `<hash>` of the `<pieces>` it is in, the last one so far).
     private var capturing: (value: MetalinkText, field: WritableKeyPath<MetalinkFileScan, [MetalinkText]>?, depth: Int)?
 
     func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
@@ -76,13 +76,15 @@ private final class MetalinkScannerDelegate: NSObject, ErrorRecordingXMLParserDe
             return
         }
         guard capturing == nil else { return }
-        switch (parent, name) {
-        case ("file", "size"): startCapturing(\.sizes, attributes, line)
-        case ("file", "hash"), ("verification", "hash"): startCapturing(\.hashes, attributes, line)
-        case ("file", "url"), ("resources", "url"): startCapturing(\.urls, attributes, line)
-        case ("file", "pieces"), ("verification", "pieces"):
+        // Where the element is inside its <file>: only these exact places count, so a <hash>
+        // inside some extension element is never taken for the file's.
+        switch Array(open[fileDepth...]) {
+        case ["size"]: startCapturing(\.sizes, attributes, line)
+        case ["hash"], ["verification", "hash"]: startCapturing(\.hashes, attributes, line)
+        case ["url"], ["resources", "url"]: startCapturing(\.urls, attributes, line)
+        case ["pieces"], ["verification", "pieces"]:
             current?.pieces.append(MetalinkPiecesScan(attributes: attributes, line: line))
-        case ("pieces", "hash"): startCapturing(nil, attributes, line)
+        case ["pieces", "hash"], ["verification", "pieces", "hash"]: startCapturing(nil, attributes, line)
         default: break
         }
     }
@@ -100,7 +102,7 @@ private final class MetalinkScannerDelegate: NSObject, ErrorRecordingXMLParserDe
             files.append(file)
             current = nil
         }
-        open.removeLast()
+        _ = open.popLast()
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
