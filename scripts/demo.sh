@@ -42,6 +42,13 @@ if [ "$(stat -c %s "$MEDIA/big.bin" 2>/dev/null || echo 0)" != "$((BIG_MIB * 104
     head -c "$((BIG_MIB * 1048576))" /dev/urandom > "$MEDIA/big.bin.tmp"
     mv "$MEDIA/big.bin.tmp" "$MEDIA/big.bin"
 fi
+# A file whose bytes are always the same, so examples/formats/collection.meta4 can give its
+# sha-256 and piece hashes; and the whole folder again under /mirror/, the sample's second source.
+if [ ! -s "$MEDIA/pattern.bin" ]; then
+    { yes 'RangeFS Metalink sample' || true; } | head -c 1000000 > "$MEDIA/pattern.bin.tmp"   # yes ends on SIGPIPE
+    mv "$MEDIA/pattern.bin.tmp" "$MEDIA/pattern.bin"
+fi
+ln -sfn . "$MEDIA/mirror"
 chmod -R a+rX "$MEDIA"
 ls -la "$MEDIA" "$MEDIA/podcast"
 

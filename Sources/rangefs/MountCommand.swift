@@ -29,10 +29,13 @@ struct MountCommand: ParsableCommand {
         directory seen again.
 
         The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
-        line, or PATH<TAB>URL), JSON or YAML (a list of entries with url and optional path, size, \
-        sha256, headers, mtime), an M3U/M3U8 playlist, or a podcast RSS feed. The format is \
-        detected from the file name's extension (.txt, .json, .yaml, .m3u8, .rss, ...), else from \
-        the content; --format overrides it. A manifest fetched by URL uses the same --header, \
+        line, or PATH<TAB>URL), JSON or YAML (a list of entries with url, or urls for mirrors, and \
+        optional path, size, sha256, headers, mtime), an M3U/M3U8 playlist, a podcast RSS feed, or \
+        a Metalink 4 or 3.0 document (file names, http(s) URLs by priority, size, sha-256 hash and \
+        sha-256 pieces). A file is fetched from its first URL only for now; other mirrors and piece \
+        hashes are read and validated but not used yet. The format is detected from \
+        the file name's extension (.txt, .json, .yaml, .m3u8, .rss, .meta4, .metalink, ...), else \
+        from the content; --format overrides it. A manifest fetched by URL uses the same --header, \
         --proxy and --ca-file as the files, and relative playlist entries resolve against its URL. \
         'rangefs refresh' reads the manifest again from the same place, in the same format.
 
@@ -52,7 +55,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U or RSS).")
+    @Argument(help: "A web directory's URL (ending in '/'), or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")

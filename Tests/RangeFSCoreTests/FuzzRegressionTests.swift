@@ -63,7 +63,7 @@ struct FuzzRegressionTests {
 
     @Test("hostile manifests fail cleanly in every format", arguments: HostileInput.manifests)
     func hostileManifests(_ input: HostileInput) {
-        for selector in UInt8(0)..<9 {
+        for selector in UInt8(0)..<10 {
             ManifestFuzzCheck.run([selector] + input.bytes, label: "\(input.name) (selector \(selector))")
         }
     }
@@ -96,7 +96,7 @@ enum ManifestFuzzCheck {
     static func parseOnly(_ bytes: [UInt8]) {
         guard let selector = bytes.first else { return }
         let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
-        switch selector % 9 {
+        switch selector % 10 {
         case 0: _ = try? Manifest.parsePlainText(text, source: "fuzz-input")
         case 1: _ = try? Manifest.parse(text, source: "fuzz-input")
         case 2: _ = try? Manifest.parse(text, source: "fuzz-input", format: .json)
@@ -105,6 +105,7 @@ enum ManifestFuzzCheck {
         case 5: _ = try? Manifest.parse(text, source: "fuzz-input", format: .m3u, baseURL: URL(string: "http://example.com/dir/list.m3u8"))
         case 6: _ = try? Manifest.parse(text, source: "fuzz-input", format: .rss)
         case 7: _ = try? Manifest.parse(text, source: "fuzz-input", format: .text)
+        case 9: _ = try? Manifest.parse(text, source: "fuzz-input", format: .metalink)
         default:
             _ = try? RemoteURLParser.parse(text)
             _ = try? EntryPath(validating: text)
@@ -117,7 +118,7 @@ enum ManifestFuzzCheck {
         let source = "fuzz-input"
         do {
             let manifest: Manifest
-            switch selector % 9 {
+            switch selector % 10 {
             case 0: manifest = try Manifest.parsePlainText(text, source: source)
             case 1: manifest = try Manifest.parse(text, source: source)
             case 2: manifest = try Manifest.parse(text, source: source, format: .json)
@@ -127,6 +128,7 @@ enum ManifestFuzzCheck {
                                                   baseURL: URL(string: "http://example.com/dir/list.m3u8"))
             case 6: manifest = try Manifest.parse(text, source: source, format: .rss)
             case 7: manifest = try Manifest.parse(text, source: source, format: .text)
+            case 9: manifest = try Manifest.parse(text, source: source, format: .metalink)
             default:
                 _ = try? RemoteURLParser.parse(text)
                 _ = try? EntryPath(validating: text)
@@ -154,9 +156,16 @@ enum ManifestFuzzCheck {
                     && !bytes.contains { $0 < 0x20 || $0 == 0x7F } && bytes.count <= 255
             }
             #expect(valid, "\(label): an accepted path with a bad component: \(components)")
-            let scheme = entry.url.scheme?.lowercased()
-            #expect(scheme == "http" || scheme == "https", "\(label): accepted scheme \(scheme ?? "none")")
-            #expect(entry.url.host?.isEmpty == false, "\(label): accepted URL without a host")
+            for url in entry.urls {
+                let scheme = url.scheme?.lowercased()
+                #expect(scheme == "http" || scheme == "https", "\(label): accepted scheme \(scheme ?? "none")")
+                #expect(url.host?.isEmpty == false, "\(label): accepted URL without a host")
+            }
+            #expect(Set(entry.urls.map(\.absoluteString)).count == entry.urls.count, "\(label): the same URL twice in one file")
+            if let pieces = entry.pieces {
+                #expect(entry.size.map { UInt64(pieces.count) == PieceHashes.count(forSize: $0, pieceLength: pieces.pieceLength) } == true,
+                        "\(label): piece hashes that do not cover the file")
+            }
             #expect(files.insert(components).inserted, "\(label): duplicate path accepted: \(components)")
             for value in entry.headers.values {
                 #expect(!value.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }, "\(label): header value with CR/LF/NUL")

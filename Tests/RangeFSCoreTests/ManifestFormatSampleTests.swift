@@ -50,6 +50,24 @@ private let demo = "http://127.0.0.1:8089"
     #expect(yaml.entries.map(\.path) == text.entries.map(\.path))
 }
 
+@Test func sampleMetalink() throws {
+    let manifest = try Manifest.load(path: sample("formats/collection.meta4"))
+    #expect(manifest.entries.map(\.path.description) == ["podcast/episode-01.mp3", "podcast/episode-02.mp3", "big.bin", "pattern.bin"])
+    #expect(manifest.entries.map(\.line) == [14, 18, 22, 28])
+    // The demo's files first, each also under /mirror/; the ftp URL and the torrent are read past.
+    let text = try Manifest.load(path: sample("media.txt"))
+    #expect(manifest.entries.prefix(3).map(\.url) == text.entries.map(\.url))
+    #expect(manifest.entries.map { $0.mirrors.map(\.absoluteString) } == ["podcast/episode-01.mp3", "podcast/episode-02.mp3", "big.bin", "pattern.bin"]
+        .map { ["\(demo)/mirror/\($0)"] })
+    #expect(manifest.entries.map(\.size) == [nil, nil, 64 << 20, 1_000_000])
+    let pattern = manifest.entries[3]
+    #expect(pattern.url.absoluteString == "\(demo)/pattern.bin")
+    #expect(pattern.sha256 == "fefbbf46f7785ed8982ad5050ec4d3f3c7715101e13846e4d2ddf47c26927d01")
+    #expect(pattern.pieces?.pieceLength == 262_144)
+    #expect(pattern.pieces.map { pieces in (0..<pieces.count).map(pieces.hexDigest(ofPiece:)) }?.last
+        == "79ea00b615b7250b1d198832fec1788bff03a22071cfe5b8c97fae66238c9125")
+}
+
 @Test func loadTakesAFormatOrDetectsOne() throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-format-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -52,7 +52,7 @@ func formatDetection(_ detection: DetectionCase) {
 }
 
 @Test func formatNamesAndExtensions() {
-    #expect(ManifestFormat.allCases.map(\.rawValue) == ["text", "json", "yaml", "m3u", "rss"])
+    #expect(ManifestFormat.allCases.map(\.rawValue) == ["text", "json", "yaml", "m3u", "rss", "metalink"])
     #expect(ManifestFormat(rawValue: "yaml") == .yaml)
     #expect(ManifestFormat(fileExtensionOf: "a/b/c.yml") == .yaml)
     #expect(ManifestFormat(fileExtensionOf: "a.b/c") == nil)
@@ -196,7 +196,7 @@ struct BadFormatCase: Sendable, CustomTestStringConvertible {
 }
 
 private let allowedHeaderCharacters = "(allowed: letters, digits and !#$%&'*+-.^_`|~)"
-private let entryFields = "url, path, size, sha256, headers or mtime"
+private let entryFields = "url, urls, path, size, sha256, headers or mtime"
 
 private let badFormatCases: [BadFormatCase] = [
     // JSON: entry fields
@@ -420,7 +420,7 @@ private let badFormatCases: [BadFormatCase] = [
                   message: "f.rss:3: unsupported XML: DTD declarations (<!DOCTYPE … [ … ]>, <!ENTITY …>)"),
 ]
 
-@Test(arguments: badFormatCases)
+@Test(arguments: badFormatCases + badMirrorCases)
 func badManifestInAnyFormatIsRejectedWithExactMessage(_ bad: BadFormatCase) {
     let error = #expect(throws: ManifestError.self) { try Manifest.parse(bad.text, source: bad.source) }
     #expect(error?.description == bad.message)

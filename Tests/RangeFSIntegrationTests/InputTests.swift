@@ -163,5 +163,21 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         BadInput("JSON: syntax error", file: "bad.json", ["[", "  {\"url\": \"BASE/one.bin\",,}", "]"], line: 2),
         BadInput("YAML: .. in a path", file: "bad.yaml", ["- url: BASE/one.bin", "  path: ok.bin", "- url: BASE/tail.bin", "  path: a/../../b"],
                  line: 4, mentions: ".."),
+        BadInput("JSON: the same mirror twice", file: "bad.json", [
+            "[", "{\"urls\": [\"BASE/one.bin\",", "  \"BASE/one.bin\"]}", "]",
+        ], line: 3, mentions: "twice"),
+        BadInput("Metalink: .. in a file name", file: "bad.meta4", [
+            "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">", "<file name=\"ok.bin\"><url>BASE/one.bin</url></file>",
+            "<file name=\"../escape.bin\"><url>BASE/one.bin</url></file>", "</metalink>",
+        ], line: 3, mentions: ".."),
+        BadInput("Metalink: a file with only ftp and torrent sources", file: "bad.meta4", [
+            "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">", "<file name=\"a.bin\">",
+            "<url>ftp://bob:\(secret)@127.0.0.1/a.bin</url><metaurl mediatype=\"torrent\">BASE/a.torrent</metaurl>", "</file></metalink>",
+        ], line: 2, mentions: "no http or https"),
+        BadInput("Metalink: piece hashes that do not cover the file", file: "bad.metalink", [
+            "<metalink version=\"3.0\" xmlns=\"http://www.metalinker.org/\"><files><file name=\"one.bin\"><size>1000000</size>",
+            "<verification><pieces length=\"262144\" type=\"sha256\"><hash>\(String(repeating: "0", count: 64))</hash></pieces></verification>",
+            "<resources><url type=\"http\">BASE/one.bin</url></resources></file></files></metalink>",
+        ], line: 2, mentions: "need 4"),
     ]
 }

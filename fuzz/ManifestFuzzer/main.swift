@@ -16,7 +16,7 @@ public func rangefsManifestFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     let source = "fuzz-input"
     do {
         let manifest: Manifest
-        switch selector % 9 {
+        switch selector % 10 {
         case 0: manifest = try Manifest.parsePlainText(text, source: source)
         case 1: manifest = try Manifest.parse(text, source: source)                   // sniffed
         case 2: manifest = try Manifest.parse(text, source: source, format: .json)
@@ -26,8 +26,9 @@ public func rangefsManifestFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
                                               baseURL: URL(string: "http://example.com/dir/list.m3u8"))
         case 6: manifest = try Manifest.parse(text, source: source, format: .rss)
         case 7: manifest = try Manifest.parse(text, source: source, format: .text)
+        case 9: manifest = try Manifest.parse(text, source: source, format: .metalink)
         default:
-            // Single fields on their own.
+            // 8: single fields on their own.
             _ = try? RemoteURLParser.parse(text)
             _ = try? EntryPath(validating: text)
             _ = PercentDecoding.decode(text)
@@ -66,11 +67,21 @@ private func check(_ manifest: Manifest, text: String) {
                 fatalError("an accepted path with a bad component: \(components)")
             }
         }
-        guard let scheme = entry.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            fatalError("an accepted URL with scheme \(String(describing: entry.url.scheme))")
+        for url in entry.urls {
+            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+                fatalError("an accepted URL with scheme \(String(describing: url.scheme))")
+            }
+            guard let host = url.host, !host.isEmpty else {
+                fatalError("an accepted URL without a host: \(url.absoluteString)")
+            }
         }
-        guard let host = entry.url.host, !host.isEmpty else {
-            fatalError("an accepted URL without a host: \(entry.url.absoluteString)")
+        guard Set(entry.urls.map(\.absoluteString)).count == entry.urls.count else {
+            fatalError("a file with the same URL twice was accepted: \(entry.urls)")
+        }
+        if let pieces = entry.pieces {
+            guard let size = entry.size, UInt64(pieces.count) == PieceHashes.count(forSize: size, pieceLength: pieces.pieceLength) else {
+                fatalError("piece hashes that do not cover the file were accepted")
+            }
         }
         guard entry.line >= 1 else { fatalError("an entry on line \(entry.line)") }
         guard files.insert(components).inserted, !directories.contains(components) else {

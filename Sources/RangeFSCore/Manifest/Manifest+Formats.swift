@@ -22,10 +22,13 @@ extension Manifest {
             return try M3UManifestParser(source: source, baseURL: baseURL).parse(text)
         case .rss:
             return try RSSManifestParser(source: source).parse(text)
+        case .metalink:
+            return try MetalinkManifestParser(source: source).parse(text)
         }
     }
 
-    private static func document(source: String, _ parse: () throws(DocumentSyntaxError) -> DocumentValue?) throws(ManifestError) -> DocumentValue? {
+    /// What `parse` reads from a document, or its syntax error located in `source`.
+    static func document<Document>(source: String, _ parse: () throws(DocumentSyntaxError) -> Document) throws(ManifestError) -> Document {
         do throws(DocumentSyntaxError) {
             return try parse()
         } catch {

@@ -27,6 +27,23 @@ public struct ManifestEntry: Sendable, Hashable {
         get { details?.value.sha256 }
         set { updateDetails { $0.sha256 = newValue } }
     }
+    /// The file's other sources after `url`, best first: mirrors that serve the same bytes
+    /// (Metalink `<url>`s, a JSON/YAML `urls` list). Kept as text for the same reason as `url`.
+    var mirrorTexts: [SharedPrefixText] {
+        get { details?.value.mirrors ?? [] }
+        set { updateDetails { $0.mirrors = newValue } }
+    }
+    public var mirrors: [URL] {
+        get { mirrorTexts.map { URL(string: $0.description)! } }
+        set { mirrorTexts = newValue.map { SharedPrefixText($0.absoluteString) } }
+    }
+    /// Every source of the file, best first: `url`, then the mirrors.
+    public var urls: [URL] { [url] + mirrors }
+    /// SHA-256 of each piece of the file, when the manifest states them (Metalink `<pieces>`).
+    public var pieces: PieceHashes? {
+        get { details?.value.pieces }
+        set { updateDetails { $0.pieces = newValue } }
+    }
     /// Extra request headers for this file.
     public var headers: [String: String] {
         get { details?.value.headers ?? [:] }
@@ -60,6 +77,10 @@ public struct ManifestEntry: Sendable, Hashable {
     mutating func sharePrefixes(in prefixes: inout SharedPrefixes) {
         urlText.sharePrefix(in: &prefixes)
         path.sharePrefix(in: &prefixes)
+        guard details?.value.mirrors.isEmpty == false else { return }
+        updateDetails { details in
+            for index in details.mirrors.indices { details.mirrors[index].sharePrefix(in: &prefixes) }
+        }
     }
 
     /// Keeps `details` nil whenever nothing is stated, so equal entries compare equal.
@@ -75,6 +96,8 @@ public struct ManifestEntry: Sendable, Hashable {
 private struct EntryDetails: Sendable, Hashable {
     var size: UInt64?
     var sha256: String?
+    var mirrors: [SharedPrefixText] = []
+    var pieces: PieceHashes?
     var headers: [String: String] = [:]
     var modified: Date?
 }

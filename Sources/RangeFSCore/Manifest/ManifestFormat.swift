@@ -11,6 +11,8 @@ public enum ManifestFormat: String, Sendable, CaseIterable {
     case m3u
     /// A podcast RSS feed: one file per `<item>` with an `<enclosure>`.
     case rss
+    /// A Metalink 4 or 3.0 document: one file per `<file>`, with its mirrors and hashes.
+    case metalink
 
     /// File name extensions that select this format, lowercase and without the dot.
     public var fileExtensions: [String] {
@@ -20,6 +22,7 @@ public enum ManifestFormat: String, Sendable, CaseIterable {
         case .yaml: ["yaml", "yml"]
         case .m3u: ["m3u", "m3u8"]
         case .rss: ["rss", "xml"]
+        case .metalink: ["meta4", "metalink"]
         }
     }
 
@@ -57,6 +60,7 @@ enum ManifestFormatSniffer {
             return .text
         }
         if line.hasPrefix("{") || line.hasPrefix("[") { return .json }
+        if line.hasPrefix("<"), XMLRootElement.localName(in: text) == "metalink" { return .metalink }
         if line.hasPrefix("<?xml") || line.hasPrefix("<rss") { return .rss }
         if looksLikeYAML(line) { return .yaml }
         return .text

@@ -28,40 +28,18 @@ struct RSSFeedScan: Sendable {
     var items: [RSSItem]
 
     static func scan(_ text: String) throws(DocumentSyntaxError) -> RSSFeedScan {
-        try XMLInputGuard.check(text)
-        let text = XMLInputGuard.declaringUTF8(text)
-        // A stream, not one Data: libxml2 refuses a single chunk over 10 MB ("huge input
-        // lookup"), and feeds with thousands of episodes get that large.
-        let parser = XMLParser(stream: InputStream(data: Data(text.utf8)))
-        // External entities could read local files or reach the network.
-        parser.shouldResolveExternalEntities = false
-        parser.shouldProcessNamespaces = false
         let delegate = RSSFeedScannerDelegate()
-        parser.delegate = delegate
-        let succeeded = parser.parse()
-        // The first error is the one to report: libxml2 recovers from some and reports more
-        // later. XMLParser can also return true after an error, so both are checked.
-        var failure = delegate.firstError
-        if failure == nil, let code = parser.parserError.map({ ($0 as NSError).code }), XMLErrorText.isFatal(code) {
-            failure = (code, parser.lineNumber)
-        }
-        if failure == nil, !succeeded {
-            failure = (1, parser.lineNumber)
-        }
-        if let (code, line) = failure {
-            throw DocumentSyntaxError(line: line, reason: "malformed XML: \(XMLErrorText.describe(code: code))")
-        }
+        try GuardedXMLParser.parse(text, delegate: delegate)
         return RSSFeedScan(rootElement: delegate.rootElement, items: delegate.items)
     }
 }
 
 /// Collects items as XMLParser walks the feed. Element names are matched with their
 /// prefixes (`itunes:title`), since namespace processing is off.
-private final class RSSFeedScannerDelegate: NSObject, XMLParserDelegate {
+private final class RSSFeedScannerDelegate: NSObject, ErrorRecordingXMLParserDelegate {
     private(set) var rootElement: String?
     private(set) var items: [RSSItem] = []
-    /// libxml2's error number and the line it was found on.
-    private(set) var firstError: (code: Int, line: Int)?
+    var firstError: (code: Int, line: Int)?
     private var current: RSSItem?
     private var depth = 0
     private var itemDepth = 0
@@ -107,8 +85,7 @@ private final class RSSFeedScannerDelegate: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        let code = (parseError as NSError).code
-        if firstError == nil, XMLErrorText.isFatal(code) { firstError = (code, parser.lineNumber) }
+        record(parseError, at: parser.lineNumber)
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
@@ -122,40 +99,5 @@ private final class RSSFeedScannerDelegate: NSObject, XMLParserDelegate {
     private func startCapturing(_ field: WritableKeyPath<RSSItem, String?>) {
         capturing = field
         captured = ""
-    }
-}
-
-/// Short texts for libxml2's error numbers, which XMLParser passes on as its error codes
-/// (FoundationXML's own `ErrorCode` names are off by one on Linux, so numbers are used).
-enum XMLErrorText {
-    /// Namespace errors (libxml2's 200–299, such as an undeclared `itunes:` prefix) are
-    /// common in real feeds and harmless here: element names are matched with their prefixes.
-    static func isFatal(_ code: Int) -> Bool {
-        !(200..<300).contains(code)
-    }
-
-    static func describe(code: Int) -> String {
-        switch code {
-        case 4: "the document is empty"
-        case 5: "the document ends early, or has content after its root element"
-        case 9: "invalid character"
-        case 23: "missing ';' after an entity reference"
-        case 26: "undeclared entity (XML defines only &amp; &lt; &gt; &quot; &apos; and numeric references)"
-        case 38: "'<' in an attribute value"
-        case 39, 40: "attribute value not in quotes"
-        case 41: "attribute without a value"
-        case 42: "attribute given twice"
-        case 45: "unterminated comment"
-        case 63: "unterminated CDATA section"
-        case 68: "expected a name"
-        case 73: "expected '>'"
-        case 74: "expected '</'"
-        case 76: "closing tag does not match the open element"
-        case 77: "element not closed"
-        case 85: "not well-formed"
-        case 86: "extra content after the root element"
-        case 89: "entity reference loop"
-        default: "XML error \(code)"
-        }
     }
 }

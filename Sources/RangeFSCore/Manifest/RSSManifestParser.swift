@@ -8,12 +8,7 @@ struct RSSManifestParser {
     let source: String
 
     func parse(_ text: String) throws(ManifestError) -> Manifest {
-        let feed: RSSFeedScan
-        do throws(DocumentSyntaxError) {
-            feed = try RSSFeedScan.scan(text)
-        } catch {
-            throw ManifestError(source: source, line: error.line, reason: error.reason)
-        }
+        let feed = try Manifest.document(source: source) { () throws(DocumentSyntaxError) in try RSSFeedScan.scan(text) }
         let items = feed.items.filter { $0.enclosure != nil }
         guard !items.isEmpty else { throw noEnclosures(feed) }
 

@@ -6,10 +6,12 @@ import Foundation
 ///      "sha256": "…64 hex digits…", "headers": {"Authorization": "…"},
 ///      "mtime": "2024-05-01T12:00:00Z"}
 ///
-/// Only `url` is required; a bare URL string is short for `{"url": …}`. Unknown fields
+/// Only `url` is required; a bare URL string is short for `{"url": …}`. A file served by
+/// several mirrors gives `"urls": ["https://best/a.iso", "https://other/a.iso"]` instead,
+/// best first (never both, so which URL comes first is never a guess). Unknown fields
 /// are errors, so a misspelt `"szie"` cannot silently drop a size check.
 struct StructuredEntryReader {
-    static let fieldNames = ["url", "path", "size", "sha256", "headers", "mtime"]
+    static let fieldNames = ["url", "urls", "path", "size", "sha256", "headers", "mtime"]
     /// Sizes are kept well inside `off_t` so offset arithmetic can never overflow.
     static let maxSize: UInt64 = 1 << 62
     /// 9999-12-31T23:59:59Z, the last instant ISO 8601's four-digit years can write.
@@ -33,11 +35,8 @@ struct StructuredEntryReader {
         }
         let fields = try Self.fieldsByName(members)
 
-        guard let urlMember = fields["url"], !urlMember.value.isNull else {
-            throw LocatedProblem(line: value.line, reason: "missing \"url\"")
-        }
-        let urlText = try text(of: urlMember, expected: "a string")
-        let url = try LocatedProblem.at(urlMember.value.line) { () throws(ManifestProblem) in try RemoteURLParser.parse(urlText) }
+        let (urls, urlMember) = try sources(fields, entryLine: value.line)
+        let url = urls[0]
 
         let path: EntryPath
         if let member = fields["path"], !member.value.isNull {
@@ -54,6 +53,7 @@ struct StructuredEntryReader {
         }
 
         var entry = ManifestEntry(path: path, url: url, headers: sharedHeaders, line: value.line)
+        entry.mirrors = Array(urls.dropFirst())
         if let member = fields["size"], !member.value.isNull { entry.size = try size(member) }
         if let member = fields["sha256"], !member.value.isNull { entry.sha256 = try sha256(member) }
         if let member = fields["mtime"], !member.value.isNull { entry.modified = try modified(member) }
@@ -62,6 +62,35 @@ struct StructuredEntryReader {
             entry.headers = HeaderMapReader.merging(own, over: sharedHeaders)
         }
         return entry
+    }
+
+    /// The file's URLs, best first, from `url` or `urls`, and the member that gave them.
+    private func sources(_ fields: [String: DocumentMember], entryLine: Int) throws(LocatedProblem) -> ([URL], DocumentMember) {
+        let single = fields["url"].flatMap { $0.value.isNull ? nil : $0 }
+        let list = fields["urls"].flatMap { $0.value.isNull ? nil : $0 }
+        if let single, let list {
+            throw LocatedProblem(line: max(single.line, list.line), reason: "give either \"url\" or \"urls\", not both")
+        }
+        if let single {
+            let text = try text(of: single, expected: "a string")
+            return ([try LocatedProblem.at(single.value.line) { () throws(ManifestProblem) in try RemoteURLParser.parse(text) }], single)
+        }
+        guard let list else { throw LocatedProblem(line: entryLine, reason: "missing \"url\"") }
+        guard case .list(let values) = list.value.kind else { throw wrongKind(list, expected: "a list of URL strings") }
+        guard !values.isEmpty else { throw LocatedProblem(line: list.value.line, reason: "\"urls\" is empty (give at least one URL)") }
+        var urls: [URL] = []
+        var seen = Set<String>()
+        for value in values {
+            guard let text = value.text else {
+                throw LocatedProblem(line: value.line, reason: "\"urls\" must hold URL strings (got \(value.kindDescription(vocabulary)))")
+            }
+            let url = try LocatedProblem.at(value.line) { () throws(ManifestProblem) in try RemoteURLParser.parse(text) }
+            guard seen.insert(url.absoluteString).inserted else {
+                throw LocatedProblem(line: value.line, reason: "\"urls\" lists \(DisplayText.quoted(url.redactedForDisplay)) twice")
+            }
+            urls.append(url)
+        }
+        return (urls, list)
     }
 
     /// Members by name, rejecting unknown and repeated ones.
