@@ -107,6 +107,7 @@ http {
     server {
         listen 127.0.0.1:$PORT;
         root $MEDIA;
+        autoindex on;
     }
 }
 CONF
@@ -178,3 +179,22 @@ say "Unmounting"
 timeout 60 "$RANGEFS" unmount "$MNT" || fail "rangefs unmount failed"
 MOUNTED=0
 echo "cache left in $CACHE: $(du -sh "$CACHE" | cut -f1) (removed with the demo's temp dir)"
+
+# ---------------------------------------------------------------- web directory
+say "Mounting the web directory http://127.0.0.1:$PORT/ (nginx's autoindex) at $MNT: no manifest"
+before=$(wc -l < "$LOG")
+"$RANGEFS" mount "http://127.0.0.1:$PORT/" "$MNT" --cache-dir "$WORK/cache-web" --prefetch none
+MOUNTED=1
+ls -la "$MNT" "$MNT/podcast"
+[ "$(stat -c %s "$MNT/podcast/episode-01.mp3")" = "$SIZE1" ] || fail "episode-01.mp3 has the wrong size in the web directory mount"
+want=$(sha256sum < "$MEDIA/podcast/episode-02.mp3" | cut -d' ' -f1)
+got=$(timeout 120 sha256sum < "$MNT/podcast/episode-02.mp3" | cut -d' ' -f1)
+[ "$want" = "$got" ] || fail "episode-02.mp3 read through the web directory mount differs from the original"
+echo "episode-02.mp3 matches the original (sha256 $got)"
+sleep 0.3
+echo "requests for all of this: $(( $(wc -l < "$LOG") - before )) (the listings of / and podcast/, then the file read)"
+timeout 60 "$RANGEFS" unmount "$MNT" || fail "rangefs unmount of the web directory failed"
+MOUNTED=0
+
+say "rangefs manifest: the same tree written out as a manifest, to freeze or edit"
+timeout 60 "$RANGEFS" manifest "http://127.0.0.1:$PORT/podcast/" || fail "rangefs manifest failed"

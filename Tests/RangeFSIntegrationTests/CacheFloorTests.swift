@@ -30,6 +30,7 @@ extension RangeFSIntegrationTests {
             #expect(stillCached >= heldCached, "the open file lost cached data: \(stillCached) < \(heldCached) bytes")
         }
         try crowd.expectRestExact(of: crowd.files[0], from: held, after: head.count)
+        held.close()
 
         // Background work stops at the floor: files wait for space, none fails.
         crowd.waitUntilWaitingForSpace(mount)
@@ -66,6 +67,8 @@ extension RangeFSIntegrationTests {
             crowd.expectReadsExact(file, through: mount)
         }
         try crowd.expectRestExact(of: crowd.files[0], from: held, after: head.count)
+        // Closed now, not whenever it goes away: an open file keeps the unmount below busy.
+        held.close()
 
         let waiting = crowd.waitUntilWaitingForSpace(mount)
         let cache = waiting?.cache
