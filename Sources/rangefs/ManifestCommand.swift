@@ -78,7 +78,14 @@ struct ManifestCommand: ParsableCommand {
         guard tree.isListed(nil) else {
             throw CommandFailure(failures.first.map { "\($0)" } ?? "\(root.redactedForDisplay): not listed")
         }
+        // Sorted by path, as a person reads a manifest.
         let entries = tree.snapshot.manifest.entries
+            .sorted { $0.path.description.utf8.lexicographicallyPrecedes($1.path.description.utf8) }
+            .enumerated().map { line, entry in
+                var numbered = entry
+                numbered.line = line + 1
+                return numbered
+            }
         switch format {
         case .text: Terminal.write(try ManifestWriter.text(entries))
         case .json: Terminal.write(ManifestWriter.json(entries))

@@ -114,7 +114,19 @@ struct MountRunner {
             show: { manifest, indices in
                 filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices))
             })
-        let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher, refresher: refresher)
+        let listBelow = directories.map { directories in
+            { @Sendable (paths: [String]) in
+                for path in paths {
+                    // "" or "." is the whole mount; a path the tree does not hold lists nothing.
+                    let top = path.isEmpty || path == "." ? nil : try? EntryPath(validating: path)
+                    for failure in directories.listEverything(below: top, timeout: .seconds(300)) {
+                        logger.warning("listing below \(path.isEmpty ? "the top" : path): \(failure)")
+                    }
+                }
+            }
+        }
+        let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher, refresher: refresher,
+                                 listBelow: listBelow)
         let control: ControlServer
         do {
             control = try ControlServer(path: directory.controlSocketPath, control: mount)

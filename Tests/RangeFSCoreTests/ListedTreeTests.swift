@@ -18,7 +18,7 @@ struct ListedTreeTests {
 
     static func paths(_ tree: ListedTree) -> (files: [String], directories: [String]) {
         let (manifest, directories) = tree.snapshot(source: "test")
-        return (manifest.entries.map(\.path.description), directories.map(\.description).sorted())
+        return (manifest.entries.map(\.path.description).sorted(), directories.map(\.description).sorted())
     }
 
     @Test func anUnlistedTreeShowsNothingAndKnowsOnlyItsRoot() {
@@ -32,9 +32,10 @@ struct ListedTreeTests {
         let refused = tree.record([Self.file("b.mp3", size: 42), Self.file("a.mp3"), Self.directory("Album", "Album/")], at: "")
         #expect(refused.isEmpty)
         let (manifest, directories) = tree.snapshot(source: "test")
-        #expect(manifest.entries.map(\.path.description) == ["a.mp3", "b.mp3"], "sorted by path")
-        #expect(manifest.entries.map(\.size) == [nil, 42])
-        #expect(manifest.entries[1].url.absoluteString == "http://127.0.0.1:8080/music/b.mp3")
+        #expect(manifest.entries.map(\.path.description) == ["b.mp3", "a.mp3"], "in the listing's order")
+        #expect(manifest.entries.map(\.line) == [1, 2])
+        #expect(manifest.entries.map(\.size) == [42, nil])
+        #expect(manifest.entries[0].url.absoluteString == "http://127.0.0.1:8080/music/b.mp3")
         #expect(directories.map(\.description) == ["Album"])
         #expect(tree.isListed("") && !tree.isListed("Album"))
         #expect(tree.url(of: "Album")?.absoluteString == "http://127.0.0.1:8080/music/Album/")

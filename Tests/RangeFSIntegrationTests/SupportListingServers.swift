@@ -92,8 +92,14 @@ final class ListingServer {
         }
     }
 
+    /// The user and password of nginx's `/private/` listing (HTTP Basic).
+    static let privateCredentials = (user: "listener", password: "s3cret-listing")
+
     private static func nginxConfig(prefix: URL, tree: URL, port: UInt16) -> String {
         let p = prefix.path
+        // nginx reads `{PLAIN}` passwords as they are: no hashing tool needed for a test.
+        try? Data("\(privateCredentials.user):{PLAIN}\(privateCredentials.password)\n".utf8)
+            .write(to: prefix.appendingPathComponent("htpasswd"))
         let user = geteuid() == 0 ? "user root;" : ""
         let location = { (path: String, options: String) in
             "location /\(path)/ { alias \(tree.path)/; autoindex on; \(options) }"
@@ -120,6 +126,7 @@ final class ListingServer {
                 \(location("human", "autoindex_exact_size off;"))
                 \(location("json", "autoindex_format json;"))
                 \(location("xml", "autoindex_format xml;"))
+                \(location("private", "auth_basic \"rangefs\"; auth_basic_user_file \(p)/htpasswd;"))
             }
         }
 

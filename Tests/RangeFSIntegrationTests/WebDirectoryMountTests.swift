@@ -95,4 +95,38 @@ extension RangeFSIntegrationTests {
         #expect(!result.succeeded && result.stderr.contains("404"), "\(result)")
         #expect(!missing.isMounted)
     }
+
+    @Test("web directory: a protected listing mounts with --header Authorization, and status, pin and evict work on its files")
+    func webDirectoryBehindAuthorization() throws {
+        let tree = try Scratch.makeDir("web-tree")
+        try AwkwardTree.make(in: tree, big: false)
+        let server = try ListingServer(.nginx, serving: tree)
+        defer { server.stop() }
+        let source = server.baseURL + "/private/"
+        let refused = try fx.prepare(source: source)
+        let refusal = refused.tryMount()
+        #expect(!refusal.succeeded && refusal.stderr.contains("401"), "without credentials: \(refusal)")
+
+        let credentials = ListingServer.privateCredentials
+        let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
+        let mount = try fx.prepare(source: source, options: ["--prefetch", "none", "--header", "Authorization: Basic \(token)"])
+        try mount.mount()
+        #expect(SHA256.of(mount.path("sub dir/inner.txt")).hash == SHA256.of(tree.appendingPathComponent("sub dir/inner.txt").path).hash,
+                "a file of the protected tree reads right\(Check.daemonLog(mount))")
+        // A directory never looked at: pin lists it first.
+        let pinned = Command.run([fx.binary, "pin", mount.mountpoint, "Case"])
+        #expect(pinned.succeeded && pinned.stdout.contains("pinned 1 file"), "\(pinned)")
+        let binary = fx.binary
+        let isComplete = {
+            Command.run([binary, "status", mount.mountpoint]).stdout.split(separator: "\n")
+                .contains { $0.hasPrefix("Case/inside.txt ") && $0.contains("complete") }
+        }
+        #expect(Poll.until(seconds: 20, isComplete),
+                "the pinned directory's file completes: \(Command.run([fx.binary, "status", mount.mountpoint]).stdout)")
+        let evicted = Command.run([fx.binary, "evict", mount.mountpoint])
+        #expect(evicted.succeeded, "\(evicted)")
+        let log = (try? String(contentsOfFile: mount.logPath, encoding: .utf8)) ?? ""
+        #expect(!log.contains(credentials.password) && !log.contains(token), "the credentials never reach the log")
+        #expect(mount.unmount().succeeded)
+    }
 }

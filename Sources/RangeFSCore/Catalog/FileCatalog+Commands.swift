@@ -33,12 +33,16 @@ extension FileCatalog {
         }
         let problems = Mutex<[String]>([])
         let group = DispatchGroup()
-        for index in indices {
-            let entry = manifest.entries[index]
+        // One question per URL, its answer said for every entry that shows it: asking again for
+        // a second entry could meet the new version already loaded, and say nothing of it.
+        let byURL = Dictionary(grouping: indices) { manifest.entries[$0].urlString }
+        for (_, sharing) in byURL.sorted(by: { $0.key < $1.key }) {
+            let paths = sharing.map { manifest.entries[$0].path.description }
+            let index = sharing[0]
             group.enter()
             file(forEntry: index) { [self] result in
                 guard case .success(let file) = result else {
-                    problems.withLock { $0.append("\(entry.path): size unknown") }
+                    problems.withLock { $0 += paths.map { "\($0): size unknown" } }
                     return group.leave()
                 }
                 let (url, headers) = file.verificationRequest
@@ -46,13 +50,13 @@ extension FileCatalog {
                     switch outcome {
                     case .success(let info):
                         if let why = file.verify(against: info, probedURL: url) {
-                            problems.withLock { $0.append("\(entry.path): changed (\(why)); cached data discarded") }
+                            problems.withLock { $0 += paths.map { "\($0): changed (\(why)); cached data discarded" } }
                         } else if file.isRejected {
                             let reason = file.snapshot.lastFailure ?? "failed"
-                            problems.withLock { $0.append("\(entry.path): \(reason); the server still has that version") }
+                            problems.withLock { $0 += paths.map { "\($0): \(reason); the server still has that version" } }
                         }
                     case .failure(let error):
-                        problems.withLock { $0.append("\(entry.path): \(error)") }
+                        problems.withLock { $0 += paths.map { "\($0): \(error)" } }
                     }
                     group.leave()
                 }

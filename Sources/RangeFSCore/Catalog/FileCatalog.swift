@@ -217,7 +217,7 @@ public final class FileCatalog: Sendable {
     /// indices. Returns the indices of the new manifest's entries, in its order.
     public func replaceManifest(with newManifest: Manifest) -> [Int] {
         let active = table.withLock { table in
-            var reusable: [String: Int] = [:]
+            var reusable: [EntryIdentity: Int] = [:]
             for index in table.active {
                 let entry = table.all.entries[index]
                 reusable[Self.identity(of: entry)] = index
@@ -251,9 +251,16 @@ public final class FileCatalog: Sendable {
         }
     }
 
-    static func identity(of entry: ManifestEntry) -> String {
-        let headers = entry.headers.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: "\n")
-        return "\(entry.path)\u{0}\(entry.urlString)\u{0}\(headers)"
+    /// What makes two entries the same across a refresh: path, URL and headers, compared
+    /// exactly, without building text (a listed tree is compared after every listing).
+    struct EntryIdentity: Hashable {
+        let path: EntryPath
+        let url: SharedPrefixText
+        let headers: [String: String]
+    }
+
+    static func identity(of entry: ManifestEntry) -> EntryIdentity {
+        EntryIdentity(path: entry.path, url: entry.urlText, headers: entry.headers)
     }
 
     /// Stops every transfer and makes what was fetched durable (at unmount).

@@ -4,6 +4,9 @@ public final class RunningMount: MountControl {
     private let catalog: FileCatalog
     private let prefetcher: Prefetcher
     private let refresher: ManifestRefresher?
+    /// For a web directory: lists the directories named by paths inside the mount, and all
+    /// below them, so that pin and unpin find files not looked at yet.
+    private let listBelow: (@Sendable ([String]) -> Void)?
 
     /// How `rangefs refresh` reads the manifest again and shows the new tree.
     public struct ManifestRefresher: Sendable {
@@ -17,11 +20,13 @@ public final class RunningMount: MountControl {
         }
     }
 
-    public init(mountpoint: String, catalog: FileCatalog, prefetcher: Prefetcher, refresher: ManifestRefresher? = nil) {
+    public init(mountpoint: String, catalog: FileCatalog, prefetcher: Prefetcher, refresher: ManifestRefresher? = nil,
+                listBelow: (@Sendable ([String]) -> Void)? = nil) {
         self.mountpoint = mountpoint
         self.catalog = catalog
         self.prefetcher = prefetcher
         self.refresher = refresher
+        self.listBelow = listBelow
     }
 
     public func status() -> MountStatus {
@@ -45,6 +50,7 @@ public final class RunningMount: MountControl {
     }
 
     public func manage(_ command: ControlCommand, paths: [String]) throws(MountControlError) -> String {
+        if command == .pin || command == .unpin { listBelow?(paths.map(relativePath)) }
         let entries = try entryIndices(of: paths)
         switch command {
         case .evict:
@@ -95,12 +101,20 @@ public final class RunningMount: MountControl {
 
     /// Manifest entries for paths inside the mount (relative, or absolute under the mountpoint);
     /// a directory stands for every file below it.
+    /// A path inside the mount as given (relative, or absolute under the mountpoint), relative
+    /// and without a trailing `/`; "" or "." for the whole mount.
+    private func relativePath(_ path: String) -> String {
+        var relative = path
+        if relative == mountpoint { return "" }
+        if relative.hasPrefix(mountpoint + "/") { relative.removeFirst(mountpoint.count + 1) }
+        while relative.hasSuffix("/") { relative.removeLast() }
+        return relative
+    }
+
     private func entryIndices(of paths: [String]) throws(MountControlError) -> [Int] {
         var indices: [Int] = []
         for path in paths {
-            var relative = path
-            if relative.hasPrefix(mountpoint + "/") { relative.removeFirst(mountpoint.count + 1) }
-            while relative.hasSuffix("/") { relative.removeLast() }
+            let relative = relativePath(path)
             let entries = catalog.manifest.entries
             let matches = catalog.activeEntries.filter { index in
                 let entryPath = entries[index].path.description

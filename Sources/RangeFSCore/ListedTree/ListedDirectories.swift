@@ -165,17 +165,24 @@ public final class ListedDirectories: Sendable {
         if queued { startQueued() }
     }
 
-    /// Lists the whole tree (`rangefs manifest`): every directory known, then every one those
+    /// Lists the whole tree (`rangefs manifest`), or all below `top` (a directory pinned before
+    /// it was looked at): every directory known, then every one those
     /// listings showed, until none is left, a bounded number at once. Waits at most `timeout`;
     /// returns why each directory that could not be listed was not (see `isListed(nil)` for
     /// the top).
-    public func listEverything(timeout: Duration) -> [FetchError] {
+    public func listEverything(below top: EntryPath? = nil, timeout: Duration) -> [FetchError] {
+        let prefix = top?.description ?? ""
         let deadline = DispatchTime.now() + timeout.timeInterval
         let failures = Mutex<[String: FetchError]>([:])
         while true {
             let failed = failures.withLock { Set($0.keys) }
             let unlisted = state.withLock { state in
-                state.tree.directories.filter { $0.value.children == nil && !failed.contains($0.key) }.map(\.key)
+                state.tree.directories.filter { path, directory in
+                    directory.children == nil && !failed.contains(path)
+                        // Below `top`, and the directories above it, whose listings lead there.
+                        && (prefix.isEmpty || path == prefix || path.hasPrefix(prefix + "/")
+                            || path.isEmpty || prefix.hasPrefix(path + "/"))
+                }.map(\.key)
             }
             guard !unlisted.isEmpty else { break }
             let group = DispatchGroup()

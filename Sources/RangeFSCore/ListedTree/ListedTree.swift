@@ -27,7 +27,28 @@ struct ListedTree {
         /// 0 for the root.
         let depth: Int
         /// What its listing showed (refused children left out); nil until listed.
-        var children: [WebListingEntry]?
+        var children: [WebListingEntry]? {
+            didSet { files = Self.files(of: children ?? [], in: path) }
+        }
+        /// Its path in the mount ("" for the root).
+        let path: String
+        /// The manifest entries of its files, made once per listing: a tree of 10,000 files is
+        /// shown anew after each listing, and remaking them all each time cost more than the rest.
+        private(set) var files: [ManifestEntry] = []
+
+        init(url: URL, depth: Int, path: String) {
+            self.url = url
+            self.depth = depth
+            self.path = path
+        }
+
+        private static func files(of children: [WebListingEntry], in path: String) -> [ManifestEntry] {
+            let directory = path.isEmpty ? [] : path.split(separator: "/").map(String.init)
+            return children.filter { !$0.isDirectory }.map { child in
+                ManifestEntry(path: EntryPath(trustedComponents: directory + [child.name]), url: child.url,
+                              size: child.size, modified: child.modified, line: 0)
+            }
+        }
         var validator: RemoteValidator?
         /// When the server last gave or confirmed the listing.
         var listedAt: Date?
@@ -59,7 +80,7 @@ struct ListedTree {
     init(root: URL, maxDepth: Int = 32) {
         self.root = root
         self.maxDepth = maxDepth
-        directories = ["": Directory(url: root, depth: 0, children: nil)]
+        directories = ["": Directory(url: root, depth: 0, path: "")]
         pathByURL = [Self.key(root): ""]
         rootKeys = [Self.key(root)]
     }
@@ -145,7 +166,7 @@ struct ListedTree {
             }
             shown.append(child)
             if directories[childPath] == nil {
-                directories[childPath] = Directory(url: child.url, depth: directory.depth + 1, children: nil)
+                directories[childPath] = Directory(url: child.url, depth: directory.depth + 1, path: childPath)
                 pathByURL[Self.key(child.url)] = childPath
             }
         }
@@ -183,19 +204,15 @@ struct ListedTree {
     }
 
     /// What the mount shows: one entry per listed file (its path, URL and the size and time the
-    /// listing states), sorted by path, and every known directory, listed or not.
+    /// listing states), directory by directory in byte order of their paths, each directory's
+    /// files in the order of its listing; and every known directory, listed or not.
     func snapshot(source: String) -> (manifest: Manifest, directories: [EntryPath]) {
         var entries: [ManifestEntry] = []
         var shownDirectories: [EntryPath] = []
-        for (path, directory) in directories {
+        for path in directories.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             if !path.isEmpty { shownDirectories.append(EntryPath(trustedComponents: path.split(separator: "/").map(String.init))) }
-            for child in directory.children ?? [] where !child.isDirectory {
-                let components = (path.isEmpty ? [] : path.split(separator: "/").map(String.init)) + [child.name]
-                entries.append(ManifestEntry(path: EntryPath(trustedComponents: components), url: child.url,
-                                             size: child.size, modified: child.modified, line: 0))
-            }
+            entries += directories[path]!.files
         }
-        entries.sort { $0.path.description.utf8.lexicographicallyPrecedes($1.path.description.utf8) }
         for index in entries.indices { entries[index].line = index + 1 }
         return (Manifest(source: source, entries: entries), shownDirectories)
     }
