@@ -55,11 +55,7 @@ enum CachingProxyConfig {
         http {
             log_format rangefs '\(AccessLog.format)';
             access_log \(p)/access.log rangefs;
-            client_body_temp_path \(p)/tmp/body;
-            proxy_temp_path \(p)/tmp/proxy;
-            fastcgi_temp_path \(p)/tmp/fastcgi;
-            uwsgi_temp_path \(p)/tmp/uwsgi;
-            scgi_temp_path \(p)/tmp/scgi;
+            \(NginxServer.temporaryPaths(p))
             proxy_cache_path \(p)/cache levels=1:2 keys_zone=rangefs:10m max_size=2g inactive=1h use_temp_path=off;
             server {
                 listen 127.0.0.1:\(port);

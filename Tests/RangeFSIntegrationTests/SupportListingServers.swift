@@ -115,11 +115,7 @@ final class ListingServer {
         http {
             include /etc/nginx/mime.types;
             access_log off;
-            client_body_temp_path \(p)/tmp/body;
-            proxy_temp_path \(p)/tmp/proxy;
-            fastcgi_temp_path \(p)/tmp/fastcgi;
-            uwsgi_temp_path \(p)/tmp/uwsgi;
-            scgi_temp_path \(p)/tmp/scgi;
+            \(NginxServer.temporaryPaths(p))
             server {
                 listen 127.0.0.1:\(port);
                 \(location("html", ""))

@@ -83,6 +83,13 @@ final class NginxServer {
         throw HarnessError(lastError)
     }
 
+    /// Where nginx keeps its temporary files, inside its own prefix (the defaults are system
+    /// directories a test may not write): one line of an `http` block.
+    static func temporaryPaths(_ p: String) -> String {
+        ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map { "\($0)_temp_path \(p)/tmp/\($0 == "client_body" ? "body" : $0);" }
+            .joined(separator: " ")
+    }
+
     static func config(prefix: URL, docRoot: URL, port: UInt16, slowRate: String) -> String {
         let p = prefix.path
         let root = docRoot.path
@@ -100,11 +107,7 @@ final class NginxServer {
             default_type application/octet-stream;
             log_format rangefs '\(AccessLog.format)';
             access_log \(p)/access.log rangefs;
-            client_body_temp_path \(p)/tmp/body;
-            proxy_temp_path \(p)/tmp/proxy;
-            fastcgi_temp_path \(p)/tmp/fastcgi;
-            uwsgi_temp_path \(p)/tmp/uwsgi;
-            scgi_temp_path \(p)/tmp/scgi;
+            \(NginxServer.temporaryPaths(p))
             sendfile on;
             keepalive_requests 100000;
             keepalive_timeout 60s;

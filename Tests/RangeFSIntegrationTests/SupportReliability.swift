@@ -275,11 +275,7 @@ final class TLSNginx {
                 http {
                     default_type application/octet-stream;
                     access_log off;
-                    client_body_temp_path \(p)/tmp/body;
-                    proxy_temp_path \(p)/tmp/proxy;
-                    fastcgi_temp_path \(p)/tmp/fastcgi;
-                    uwsgi_temp_path \(p)/tmp/uwsgi;
-                    scgi_temp_path \(p)/tmp/scgi;
+                    \(NginxServer.temporaryPaths(p))
                     server {
                         listen 127.0.0.1:\(port) ssl;
                         ssl_certificate \(p)/server.pem;
