@@ -256,6 +256,9 @@ class Context:
         cache.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         if system == "rangefs":
+            # --rangefs-prefetch measures every row with one policy: the default (all) and none
+            # side by side show what background work costs a reader.
+            prefetch = getattr(self.args, "rangefs_prefetch", None) or prefetch
             source = self.links[link] + "/" if listing else str(self.manifest(link, manifest))
             cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
         elif system == "rclone":
@@ -1560,9 +1563,11 @@ def write_markdown(ctx, rows, info, elapsed):
            f"{STREAM_PROXY_PORT}; only the streaming rows use it. Their reader reads 16 KiB each time the audio "
            "clock says the previous 16 KiB were played (like `RealTimeReader` in the integration tests) and "
            "judges the reads due after the first second.",
-           "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
-           "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls and "
-           "the 100,000-entry manifest, `--prefetch all` for the prefetcher row.",
+           (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "
+            "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
+            "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
+            "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls, "
+            "the 100,000-entry manifest and the web directory rows, `--prefetch all` for the prefetcher row."),
            "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
            "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
            "RangeFS manifests list.",
@@ -1730,6 +1735,8 @@ def main():
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
     parser.add_argument("--links", default="plain,slow")
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
+    parser.add_argument("--rangefs-prefetch", choices=["all", "opened", "none"],
+                        help="mount RangeFS with this --prefetch in every row (default: each row's own, see the page)")
     parser.add_argument("--work", default=str(BENCH / "data" / "work"))
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--render-only", action="store_true",

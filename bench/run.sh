@@ -5,6 +5,7 @@
 # httpdirfs, prints a table and rewrites docs/benchmarks.md and docs/benchmarks.png.
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
+#        [--rangefs-prefetch all|opened|none]
 #        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
 # Takes about 25 minutes on 2 cores. Everything it mounts or starts is stopped on exit.
