@@ -22,9 +22,17 @@ struct UnmountCommand: ParsableCommand {
             throw ValidationError("\(path) is not a rangefs mount")
         }
         let daemon = daemonProcess(of: path)
-        let result = try runTool("/bin/fusermount3", ["-u", path], timeout: .seconds(timeout))
+        // A file closed a moment ago can keep the mount busy until the kernel has let go of it:
+        // asked again for a few seconds; a program that really holds it open is named below.
+        let busyUntil = ContinuousClock.now + .seconds(min(timeout, 3))
+        var result = try runTool("/bin/fusermount3", ["-u", path], timeout: .seconds(timeout))
+        while result.status != 0, result.output.contains("busy"), ContinuousClock.now < busyUntil {
+            usleep(100_000)
+            result = try runTool("/bin/fusermount3", ["-u", path], timeout: .seconds(timeout))
+        }
         guard result.status == 0 else {
-            throw CommandFailure("cannot unmount \(path): \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+            let advice = result.output.contains("busy") ? " (a program has a file or its directory open there: fuser -vm \(path) names it)" : ""
+            throw CommandFailure("cannot unmount \(path): \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))\(advice)")
         }
         if let daemon, !waitForExit(of: daemon, timeout: .seconds(timeout)) {
             throw CommandFailure("\(path) is unmounted, but its process \(daemon) is still finishing")

@@ -142,6 +142,18 @@ extension RangeFSIntegrationTests {
         #expect(mount.daemonPids().isEmpty, "\(bad.name): a daemon is running")
     }
 
+    @Test("rangefs unmount of a mount a program holds open says which command names the program, and unmounts once it lets go")
+    func unmountWhileAFileIsOpen() throws {
+        let mount = try fx.mount(fx.standardEntries)
+        let held = try #require(FileHandle(forReadingAtPath: mount.path("one.bin")))
+        let busy = Command.run([fx.binary, "unmount", mount.mountpoint], timeout: 60)
+        #expect(!busy.succeeded && busy.stderr.contains("fuser -vm \(mount.mountpoint)"), "\(busy)")
+        #expect(mount.isMounted, "still mounted while the file is open")
+        try held.close()
+        let done = Command.run([fx.binary, "unmount", mount.mountpoint], timeout: 60)
+        #expect(done.succeeded && !mount.isMounted, "\(done)")
+    }
+
     @Test("rangefs mount onto a missing directory fails with a message and mounts nothing")
     func mountOntoMissingDirectoryFails() throws {
         let mount = try fx.mount([ManifestLine(path: "one.bin", url: fx.nginx.url("one.bin"))], mount: false)
