@@ -121,14 +121,13 @@ struct MetricsScraper {
     /// Scrapes every 0.1 s until `condition` holds or `timeout` seconds pass; returns the last
     /// scrape and whether the condition held.
     func scrape(timeout: Double, until condition: (MetricsScrape) -> Bool) throws -> (MetricsScrape, Bool) {
-        let deadline = Date().addingTimeInterval(timeout)
         var last = try scrape()
-        while !condition(last) {
-            guard Date() < deadline else { return (last, false) }
-            Thread.sleep(forTimeInterval: 0.1)
+        let held = try Poll.until(seconds: timeout, every: 0.1) {
+            if condition(last) { return true }
             last = try scrape()
+            return condition(last)
         }
-        return (last, true)
+        return (last, held)
     }
 }
 

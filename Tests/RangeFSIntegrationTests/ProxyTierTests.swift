@@ -43,15 +43,8 @@ extension RangeFSIntegrationTests {
 enum CachingProxyConfig {
     static func text(prefix: URL, port: UInt16, origin: UInt16) -> String {
         let p = prefix.path
-        let user = geteuid() == 0 ? "user root;" : ""
         return """
-        daemon off;
-        master_process on;
-        worker_processes 1;
-        \(user)
-        pid \(p)/nginx.pid;
-        error_log \(p)/error.log info;
-        events { worker_connections 512; }
+        \(NginxServer.mainContext(p, connections: 512))
         http {
             log_format rangefs '\(AccessLog.format)';
             access_log \(p)/access.log rangefs;

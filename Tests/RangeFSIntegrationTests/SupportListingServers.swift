@@ -100,18 +100,11 @@ final class ListingServer {
         // nginx reads `{PLAIN}` passwords as they are: no hashing tool needed for a test.
         try? Data("\(privateCredentials.user):{PLAIN}\(privateCredentials.password)\n".utf8)
             .write(to: prefix.appendingPathComponent("htpasswd"))
-        let user = geteuid() == 0 ? "user root;" : ""
         let location = { (path: String, options: String) in
             "location /\(path)/ { alias \(tree.path)/; autoindex on; \(options) }"
         }
         return """
-        daemon off;
-        master_process on;
-        worker_processes 1;
-        \(user)
-        pid \(p)/nginx.pid;
-        error_log \(p)/error.log info;
-        events { worker_connections 64; }
+        \(NginxServer.mainContext(p, connections: 64))
         http {
             include /etc/nginx/mime.types;
             access_log off;

@@ -83,6 +83,21 @@ final class NginxServer {
         throw HarnessError(lastError)
     }
 
+    /// The lines before the `http` block: in front, one worker, as root when the tests are
+    /// (to read any test file), its pid file and error log inside its own prefix `p`.
+    static func mainContext(_ p: String, connections: Int) -> String {
+        let user = geteuid() == 0 ? "user root;" : ""
+        return """
+        daemon off;
+        master_process on;
+        worker_processes 1;
+        \(user)
+        pid \(p)/nginx.pid;
+        error_log \(p)/error.log info;
+        events { worker_connections \(connections); }
+        """
+    }
+
     /// Where nginx keeps its temporary files, inside its own prefix (the defaults are system
     /// directories a test may not write): one line of an `http` block.
     static func temporaryPaths(_ p: String) -> String {
@@ -93,15 +108,8 @@ final class NginxServer {
     static func config(prefix: URL, docRoot: URL, port: UInt16, slowRate: String) -> String {
         let p = prefix.path
         let root = docRoot.path
-        let user = geteuid() == 0 ? "user root;" : ""
         return """
-        daemon off;
-        master_process on;
-        worker_processes 1;
-        \(user)
-        pid \(p)/nginx.pid;
-        error_log \(p)/error.log info;
-        events { worker_connections 512; }
+        \(NginxServer.mainContext(p, connections: 512))
         http {
             include /etc/nginx/mime.types;
             default_type application/octet-stream;

@@ -263,15 +263,8 @@ final class TLSNginx {
         var lastError = "nginx (https) did not start"
         for _ in 0..<3 {
             let port = try FreePort.pick()
-            let user = geteuid() == 0 ? "user root;" : ""
             let conf = """
-                daemon off;
-                master_process on;
-                worker_processes 1;
-                \(user)
-                pid \(p)/nginx.pid;
-                error_log \(p)/error.log info;
-                events { worker_connections 64; }
+                \(NginxServer.mainContext(p, connections: 64))
                 http {
                     default_type application/octet-stream;
                     access_log off;
