@@ -116,8 +116,8 @@ struct BucketListingTests {
     }
 
     @Test func withoutEncodingTypeKeysAreTakenAsWrittenSpacesIncluded() throws {
-        let page = try parse(listing(contents: "<Contents><Key> a+b%41 </Key><Size>1</Size></Contents>"))
-        #expect(page.objects.map(\.key) == [" a+b%41 "])
+        let page = try parse(listing(contents: "<Contents><Key> a+b%41 </Key><Size>1</Size></Contents><Contents><Key>   </Key><Size>1</Size></Contents>"))
+        #expect(page.objects.map(\.key) == [" a+b%41 ", "   "])
         #expect(!page.wasURLEncoded)
     }
 
