@@ -39,7 +39,7 @@ struct AWSProfileFile: Sendable, Equatable {
                 }
                 let name = line.dropFirst().dropLast().trimmingCharacters(in: .whitespaces)
                 section = name
-                sections[name, default: [:]] = sections[name] ?? [:]
+                if sections[name] == nil { sections[name] = [:] } // a repeated section adds to the first
                 lastKeyTakesNestedLines = false
                 continue
             }
@@ -58,12 +58,15 @@ struct AWSProfileFile: Sendable, Equatable {
         return AWSProfileFile(sections: sections)
     }
 
+    /// `Is a directory`, `Permission denied`: the system's words, not Foundation's wrapper.
     private static func reason(_ error: any Error) -> String {
-        if let cocoa = error as? CocoaError, let underlying = cocoa.userInfo[NSUnderlyingErrorKey] as? NSError,
-           underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
-            return String(cString: strerror(code.rawValue))
+        guard let underlying = (error as? CocoaError)?.userInfo[NSUnderlyingErrorKey] as? any Error else {
+            return error.localizedDescription
         }
-        return error.localizedDescription
+        if let posix = underlying as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        let bridged = underlying as NSError
+        return bridged.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(bridged.code)))
+                                                    : bridged.localizedDescription
     }
 }
 

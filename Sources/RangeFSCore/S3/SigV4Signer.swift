@@ -77,9 +77,11 @@ public struct SigV4Signer: Sendable {
         var added = ["x-amz-date": timestamp, "x-amz-content-sha256": payloadHash]
         if let token = credentials.sessionToken { added["x-amz-security-token"] = token }
 
-        // Lowercased name → values; names differing only in case are joined with commas.
+        // Lowercased name → values; names differing only in case are joined with commas. The
+        // signer's own headers replace any the caller gave.
         var signed: [String: [String]] = [:]
-        for name in headers.keys.sorted() where !added.keys.contains(name.lowercased()) {
+        for name in headers.keys.sorted()
+        where !added.keys.contains(name.lowercased()) && name.lowercased() != "authorization" {
             signed[name.lowercased(), default: []].append(Self.foldedValue(headers[name]!))
         }
         if signed["host"] == nil { signed["host"] = [Self.host(of: url)] }
