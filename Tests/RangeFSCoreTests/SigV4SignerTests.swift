@@ -64,6 +64,8 @@ private let signingCases: [SigningCase] = [
                 url: "http://127.0.0.1:9000/media?list-type=2&continuation-token=1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=&prefix=a/&delimiter=/"),
     SigningCase(name: "continuation token with an encoded +",
                 url: "http://127.0.0.1:9000/media?list-type=2&continuation-token=ab%2Bcd%2F%3D%3D&delimiter=%2F"),
+    SigningCase(name: "prefix with an encoded & and =", url: "http://127.0.0.1:9000/media?list-type=2&prefix=a%26b%3Dc%2F&delimiter=%2F"),
+    SigningCase(name: "percent in a key, raw", url: "http://127.0.0.1:9000/media/100%.txt"),
     SigningCase(name: "parameters out of order and repeated", url: "http://127.0.0.1:9000/media?b=2&a=2&a=1&A=3"),
     SigningCase(name: "parameter without a value", url: "https://media.s3.amazonaws.com/?location"),
     SigningCase(name: "session token", url: "https://media.s3.amazonaws.com/a.txt",
