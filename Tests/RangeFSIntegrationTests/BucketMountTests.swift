@@ -250,4 +250,38 @@ extension RangeFSIntegrationTests {
         #expect(!Reading.whole(offline.path("plain.txt")).succeeded, "never read: not there offline")
         #expect(offline.unmount().succeeded)
     }
+
+    @Test("bucket: pin completes a directory never looked at, status and evict work on its objects, refresh shows a new key and drops a deleted one")
+    func bucketCommands() throws {
+        let server = try MotoServer()
+        defer { server.stop() }
+        try server.setUp([["op": "bucket", "name": "steered"]]
+            + Self.awkwardKeys.map { ["op": "put", "bucket": "steered", "key": $0.key, "text": $0.text, "public": true] })
+        let mount = try bucketMount(server, "s3://steered/", environment: try bucketEnvironment(), options: ["--no-sign-request"])
+        try mount.mount()
+        let binary = fx.binary
+        let pinned = Command.run([binary, "pin", mount.mountpoint, "docs"])
+        #expect(pinned.succeeded && pinned.stdout.contains("pinned 1 file"), "\(pinned)\(Check.daemonLog(mount))")
+        let isComplete = { (path: String) in
+            Command.run([binary, "status", mount.mountpoint]).stdout.split(separator: "\n")
+                .contains { $0.hasPrefix(path + " ") && $0.contains("complete") }
+        }
+        #expect(Poll.until(seconds: 20) { isComplete("docs/deep/deeper/leaf.txt") },
+                "the pinned object completes: \(Command.run([binary, "status", mount.mountpoint]).stdout)")
+        #expect((try? String(contentsOfFile: mount.path("with space.txt"), encoding: .utf8)) == "with space")
+        #expect(Poll.until(seconds: 10) { isComplete("with space.txt") }, "a small object read whole is complete")
+        let evicted = Command.run([binary, "evict", mount.mountpoint])
+        #expect(evicted.succeeded, "\(evicted)")
+        #expect(!isComplete("with space.txt") && isComplete("docs/deep/deeper/leaf.txt"),
+                "evict drops what was read and keeps what is pinned: \(Command.run([binary, "status", mount.mountpoint]).stdout)")
+
+        try server.setUp([["op": "put", "bucket": "steered", "key": "added.txt", "text": "new", "public": true],
+                          ["op": "delete", "bucket": "steered", "key": "plain.txt"]])
+        let refresh = Command.run([binary, "refresh", mount.mountpoint])
+        #expect(refresh.succeeded, "\(refresh)\(Check.daemonLog(mount))")
+        #expect(Poll.until(seconds: 10) { FileManager.default.fileExists(atPath: mount.path("added.txt")) }, "a new key appears\(Check.daemonLog(mount))")
+        #expect(!FileManager.default.fileExists(atPath: mount.path("plain.txt")), "a deleted key vanishes")
+        #expect((try? String(contentsOfFile: mount.path("added.txt"), encoding: .utf8)) == "new")
+        #expect(mount.unmount().succeeded)
+    }
 }
