@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
 # release mode, generates its data once into bench/data/ (gitignored), serves it with its
-# own nginx on 127.0.0.1, measures RangeFS against curl, the local disk, rclone and
-# httpdirfs, prints a table and rewrites docs/benchmarks.md and docs/benchmarks.png.
+# own nginx on 127.0.0.1 (and an S3 bucket on moto's server for the bucket rows), measures
+# RangeFS against curl, the local disk, the AWS CLI and boto3, rclone and httpdirfs, prints a
+# table and rewrites docs/benchmarks.md and docs/benchmarks.png.
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -53,6 +54,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
             || echo "bench: could not install $pkg; its rows will say n/a" >&2
     done
+fi
+
+# The bucket rows' S3 server and client: moto and boto3 from PyPI, for the python3 on PATH
+# (bench.py runs them with it; its own python is Debian's, for matplotlib).
+if ! python3 -c 'import boto3, moto.server' 2>/dev/null; then
+    echo "bench: installing moto[server] and boto3 (pip)"
+    python3 -m pip install --quiet 'moto[server]' boto3 \
+        || echo "bench: could not install moto and boto3; the bucket rows will say n/a" >&2
 fi
 
 # ------------------------------------------------------------------ build
