@@ -4,7 +4,8 @@
 # (makes and probes test audio), curl, attr (getfattr), mpg123; Apache 2, lighttpd
 # and Python 3 (whose directory listings the tests read); and for building
 # and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
-# lintian and debootstrap.
+# lintian and debootstrap. Then, with pip, for the python3 on PATH: boto3 (botocore
+# is the reference the request signer is tested against) and moto's S3 server.
 # Idempotent and non-interactive; uses sudo only when not root. Swift itself is
 # expected on PATH already.
 set -euo pipefail
@@ -15,7 +16,7 @@ packages=(
     libsqlite3-dev
     pkg-config
     nginx-light
-    apache2 lighttpd python3
+    apache2 lighttpd python3 python3-pip
     ffmpeg
     curl
     attr
@@ -80,6 +81,20 @@ else
             fi
         done
     done
+fi
+
+# boto3 and moto[server], for whichever python3 is on PATH. Debian's own python3 takes pip
+# packages only with --break-system-packages (PEP 668), and as root.
+if python3 -c 'import boto3, moto.server' >/dev/null 2>&1; then
+    echo "install-deps: boto3 and moto are installed"
+else
+    echo "install-deps: installing boto3 and moto[server] with pip"
+    pip_install=(python3 -m pip install --quiet --disable-pip-version-check boto3 'moto[server]')
+    if [ "$(python3 -c 'import sys; print(sys.prefix)')" = /usr ]; then
+        "${SUDO[@]}" "${pip_install[@]}" --break-system-packages
+    else
+        "${pip_install[@]}"
+    fi
 fi
 
 # FUSE needs its device; say so plainly instead of failing later.
