@@ -1894,8 +1894,8 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs and python3-matplotlib with apt (plus the project's own "
-            "dependencies), builds `rangefs` in release mode, generates its data once into `bench/data/` "
+            "It installs fio, sox, rclone, httpdirfs, awscli and python3-matplotlib with apt (plus the project's own "
+            "dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once into `bench/data/` "
             "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
     (DOCS / "benchmarks.md").write_text("\n".join(out))

@@ -40,8 +40,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 # ------------------------------------------------------------------ packages
+# The project's own dependencies, among them boto3 and moto[server] (pip, for the python3 on
+# PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
-bench_packages=(fio sox rclone httpdirfs python3-matplotlib openssl coreutils)
+bench_packages=(fio sox rclone httpdirfs awscli python3-matplotlib openssl coreutils)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -50,18 +52,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "bench: installing ${missing[*]}"
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
     for pkg in "${missing[@]}"; do
-        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column.
+        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column
+        # (without awscli the bucket read's baseline is boto3's download_file).
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
             || echo "bench: could not install $pkg; its rows will say n/a" >&2
     done
-fi
-
-# The bucket rows' S3 server and client: moto and boto3 from PyPI, for the python3 on PATH
-# (bench.py runs them with it; its own python is Debian's, for matplotlib).
-if ! python3 -c 'import boto3, moto.server' 2>/dev/null; then
-    echo "bench: installing moto[server] and boto3 (pip)"
-    python3 -m pip install --quiet 'moto[server]' boto3 \
-        || echo "bench: could not install moto and boto3; the bucket rows will say n/a" >&2
 fi
 
 # ------------------------------------------------------------------ build
