@@ -6,7 +6,7 @@ import RangeFSCore
 struct ManifestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Print a web directory's tree as a manifest, to freeze or edit it.",
+        abstract: "Print a web directory's or a bucket's tree as a manifest, to freeze or edit it.",
         discussion: """
         Lists URL and every directory below it (nginx autoindex in HTML, JSON or XML, Apache \
         mod_autoindex, lighttpd, Python's http.server, or any page of links) and prints each file \
@@ -17,9 +17,14 @@ struct ManifestCommand: ParsableCommand {
         directory that cannot be listed is reported there too, and the exit status is then 1. \
         Empty directories do not appear: a manifest lists files.
 
+        An s3://BUCKET/PREFIX/ address lists the bucket's keys below PREFIX (ListObjectsV2), \
+        signed with the credentials 'rangefs mount' would use; each object's URL is its \
+        https (or --endpoint) URL.
+
         Examples:
           rangefs manifest http://host/music/ > music.txt
           rangefs manifest --format json --header 'Authorization: Bearer TOKEN' https://host/private/ > private.json
+          rangefs manifest --no-sign-request s3://public-bucket/photos/ > photos.txt
           rangefs mount music.txt /mnt/music
         """
     )
@@ -28,7 +33,7 @@ struct ManifestCommand: ParsableCommand {
         case text, json
     }
 
-    @Argument(help: "The URL of a directory listing.")
+    @Argument(help: "The URL of a directory listing, or an s3://BUCKET/PREFIX/ address.")
     var url: String
 
     @Option(help: "text ('path<TAB>url' lines) or json (with sizes and dates).")
@@ -49,6 +54,9 @@ struct ManifestCommand: ParsableCommand {
     @Option(help: "A file of extra CA certificates (PEM) to trust for https, besides the system's.")
     var caFile: String?
 
+    @OptionGroup(title: "S3 buckets")
+    var bucketOptions: BucketOptions
+
     func validate() throws {
         guard maxDepth >= 0 else { throw ValidationError("--max-depth must be 0 or more") }
         guard (1...64).contains(maxListings) else { throw ValidationError("--max-listings must be 1 to 64") }
@@ -58,12 +66,19 @@ struct ManifestCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard case .remote(let root) = try ManifestLocation(argument: url) else {
-            throw ValidationError("URL must be an http(s) URL of a directory listing (got '\(url)')")
+        let bucket = try bucketOptions.bucket(for: url)
+        let root: URL
+        if let bucket {
+            root = bucket.address.rootURL
+        } else if case .remote(let url) = try ManifestLocation(argument: url) {
+            root = ListedDirectories.directoryURL(url)
+        } else {
+            throw ValidationError("URL must be an http(s) URL of a directory listing or an s3:// address (got '\(url)')")
         }
         var configuration = CurlClient.Configuration()
         configuration.caFile = caFile.map(absolutePath)
         configuration.proxy = proxy
+        configuration.dialect = bucket?.dialect
         let client = CurlClient(configuration: configuration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
         defer { client.shutdown() }
         // What is left out (a bad name, a link out of the tree, too deep) is a note on stderr.
@@ -71,12 +86,15 @@ struct ManifestCommand: ParsableCommand {
         var settings = ListedDirectories.Settings()
         settings.maxDepth = maxDepth
         settings.maxInFlight = maxListings
-        let lister = WebDirectoryLister(client: client, headers: try HeaderArguments.parse(headers), logger: notes)
-        let tree = ListedDirectories(root: ListedDirectories.directoryURL(root), lister: lister, settings: settings, logger: notes) { _ in }
+        let headers = try HeaderArguments.parse(headers)
+        let lister: any DirectoryLister = bucket.map { BucketLister(client: client, address: $0.address, logger: notes) }
+            ?? WebDirectoryLister(client: client, headers: headers, logger: notes)
+        let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }
         // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
         let failures = tree.listEverything(timeout: .seconds(86_400))
         guard tree.isListed(nil) else {
-            throw CommandFailure(failures.first.map { "\($0)" } ?? "\(root.redactedForDisplay): not listed")
+            let why = failures.first.map { failure in bucket.map { MountRunner.refusal(failure, of: $0.address) } ?? "\(failure)" }
+            throw CommandFailure(why ?? "\(root.redactedForDisplay): not listed")
         }
         // Sorted by path, as a person reads a manifest.
         let entries = tree.snapshot.manifest.entries

@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, an S3 bucket, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -28,6 +28,13 @@ struct MountCommand: ParsableCommand {
         --dir-cache-time is checked again when next looked at, and 'rangefs refresh' lists every \
         directory seen again.
 
+        An s3://BUCKET/PREFIX/ address mounts a bucket's keys below PREFIX the same way, each \
+        directory listed with ListObjectsV2 and every request signed (AWS Signature Version 4) \
+        with the keys of --profile, else of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and \
+        AWS_SESSION_TOKEN), else of the profile named by AWS_PROFILE, else of the default profile \
+        in ~/.aws/credentials and ~/.aws/config; --no-sign-request reads a public bucket. \
+        --endpoint (with --path-style for most servers) reaches an S3-compatible server.
+
         The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
         line, or PATH<TAB>URL), JSON or YAML (a list of entries with url, or urls for mirrors, and \
         optional path, size, sha256, headers, mtime), an M3U/M3U8 playlist, a podcast RSS feed, or \
@@ -41,6 +48,8 @@ struct MountCommand: ParsableCommand {
 
         Examples:
           rangefs mount https://example.com/music/ /mnt/music
+          rangefs mount s3://media-bucket/music/ /mnt/music
+          rangefs mount --endpoint http://127.0.0.1:9000 --path-style s3://media/ /mnt/media
           rangefs mount media.txt /mnt/media
           rangefs mount https://example.com/podcast/feed.rss /mnt/podcast
           rangefs mount --format m3u --header 'Authorization: Bearer TOKEN' \\
@@ -55,7 +64,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
@@ -100,6 +109,9 @@ struct MountCommand: ParsableCommand {
 
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
+
+    @OptionGroup(title: "S3 buckets")
+    var bucketOptions: BucketOptions
 
     @Flag(inversion: .prefixedNo, help: "Whether the kernel reads complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root; on by default). With --no-passthrough every read passes through rangefs.")
     var passthrough = true
@@ -188,8 +200,18 @@ struct MountCommand: ParsableCommand {
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.caFile = caFile.map(absolutePath)
         clientConfiguration.proxy = proxy
-        let loader = try manifestLoader()
-        let listingRoot = try Self.listingRoot(of: loader, format: format)
+        // The background mount gets a URL holding secrets on a pipe, which reads once.
+        let argument: String
+        do {
+            argument = try manifestFd.map { try BackgroundLaunch.readPrivateInput(from: $0) } ?? manifest
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        // An s3:// address is a bucket's listing, read and signed by the bucket's own rules.
+        let bucket = try bucketOptions.bucket(for: argument)
+        clientConfiguration.dialect = bucket?.dialect
+        let loader = try manifestLoader(argument: argument, bucket: bucket)
+        let listingRoot = try bucket.map { $0.address.rootURL } ?? Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
         // double the time to mount (100,000 entries take about half a second to read). A web
@@ -214,6 +236,8 @@ struct MountCommand: ParsableCommand {
             switch loader.location {
             case .file(let path):
                 arguments += [path, mountPath]
+            case .remote where bucket != nil:
+                arguments += [manifest, mountPath]
             case .remote(let url):
                 let shown = Self.shownOnCommandLine(url)
                 arguments += [shown, mountPath]
@@ -238,7 +262,7 @@ struct MountCommand: ParsableCommand {
         var listingSettings = ListedDirectories.Settings()
         listingSettings.maxAge = DurationText.parse(dirCacheTime)!
         let runner = MountRunner(manifest: loaded, loader: loader,
-                                 listing: listingRoot.map { MountRunner.Listing(root: $0, settings: listingSettings) },
+                                 listing: listingRoot.map { MountRunner.Listing(root: $0, bucket: bucket?.address, settings: listingSettings) },
                                  mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
@@ -268,24 +292,28 @@ struct MountCommand: ParsableCommand {
         absolutePath(cacheDir ?? CacheDirectory.defaultPath(forMountpoint: absolutePath(mountpoint)))
     }
 
-    /// Where the manifest is, in which format, and the headers for every request: from the
-    /// command line, or for the background mount from the private pipe.
-    private func manifestLoader() throws -> ManifestLoader {
+    /// Where the manifest is (`argument`), in which format, and the headers for every request:
+    /// from the command line, or for the background mount from the private pipe. A bucket's
+    /// "manifest" is its listing, at the prefix's URL.
+    private func manifestLoader(argument: String, bucket: BucketSource?) throws -> ManifestLoader {
+        let headerArguments = try headerFd.map { descriptor in
+            try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
+        } ?? headers
+        let headers = try HeaderArguments.parse(headerArguments)
+        if let bucket {
+            return ManifestLoader(location: .remote(bucket.address.rootURL), headers: headers)
+        }
         let location: ManifestLocation
         do {
-            let argument = try manifestFd.map { try BackgroundLaunch.readPrivateInput(from: $0) } ?? manifest
             location = try ManifestLocation(argument: argument)
         } catch {
             throw CommandFailure("\(error)")
         }
-        let headerArguments = try headerFd.map { descriptor in
-            try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
-        } ?? headers
         let resolved: ManifestLocation = switch location {
         case .file(let path): .file(path: absolutePath(path))
         case .remote: location
         }
-        return ManifestLoader(location: resolved, format: format.format, headers: try HeaderArguments.parse(headerArguments))
+        return ManifestLoader(location: resolved, format: format.format, headers: headers)
     }
 
     /// Reads the manifest before anything is mounted, so a bad one is reported here and

@@ -33,6 +33,8 @@ struct MountRunner {
 
     struct Listing {
         var root: URL
+        /// The bucket, when the listings are a bucket's (ListObjectsV2) rather than a web server's pages.
+        var bucket: BucketAddress?
         var settings: ListedDirectories.Settings
     }
 
@@ -204,7 +206,8 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let lister = WebDirectoryLister(client: client, headers: loader.headers, policy: policy, logger: logger)
+        let lister: any DirectoryLister = listing.bucket.map { BucketLister(client: client, address: $0, policy: policy, logger: logger) }
+            ?? WebDirectoryLister(client: client, headers: loader.headers, policy: policy, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in
@@ -224,9 +227,16 @@ struct MountRunner {
             throw CommandFailure("\(listing.root.redactedForDisplay): no listing within 10 minutes")
         }
         if case .failure(let error) = result {
-            throw CommandFailure("cannot mount the web directory \(error)")
+            throw CommandFailure(listing.bucket.map { "cannot mount \(Self.refusal(error, of: $0))" } ?? "cannot mount the web directory \(error)")
         }
         return directories
+    }
+
+    /// Why a bucket's listing failed, in the sentence its S3 error code explains (which names
+    /// the bucket and says what to change), else the bucket and the failure.
+    static func refusal(_ error: FetchError, of bucket: BucketAddress) -> String {
+        if case .remote(.status(_, _, let detail?)) = error.reason { return detail.explanation }
+        return "\(bucket.displayName): \(error.reason)"
     }
 
     /// From now on stdout and stderr (and so the log) go to the cache's log file.

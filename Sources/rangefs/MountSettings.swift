@@ -66,6 +66,11 @@ enum MountSettings {
         .value("--proxy", example: "http://proxy:3128") { $0.proxy },
         .value("--metrics-address", example: "127.0.0.1:9464") { $0.metricsAddress },
         .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
+        .value("--endpoint", example: "http://127.0.0.1:9000") { $0.bucketOptions.endpoint },
+        .switchFlag("--path-style") { $0.bucketOptions.pathStyle },
+        .value("--region", example: "eu-west-1") { $0.bucketOptions.region },
+        .value("--profile", example: "media") { $0.bucketOptions.profile },
+        .switchFlag("--no-sign-request") { $0.bucketOptions.noSignRequest },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.

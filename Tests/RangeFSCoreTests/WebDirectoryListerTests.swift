@@ -59,7 +59,7 @@ struct WebDirectoryListerTests {
     }
 
     @Test func failuresNameTheDirectoryAndSayWhetherAskingAgainHelps() throws {
-        guard case .failure(let missing) = try list("gone/"), case .remote(.status(404, _)) = missing.reason else {
+        guard case .failure(let missing) = try list("gone/"), case .remote(.status(404, _, _)) = missing.reason else {
             Issue.record("expected a 404")
             return
         }

@@ -243,7 +243,7 @@ final class RemoteFaultTests {
         let future = HTTPDateFormat.string(Date().addingTimeInterval(12))
         server.inject(.status(503, retryAfter: future), method: "GET")
         let dated = try fetch(0..<1000, validator: validator)
-        if case .status(503, let after?) = dated.error {
+        if case .status(503, let after?, _) = dated.error {
             #expect(after >= .seconds(9) && after <= .seconds(13), "Retry-After date → \(after)")
         } else {
             Issue.record("Retry-After as a date: got \(String(describing: dated.result))")
@@ -256,7 +256,7 @@ final class RemoteFaultTests {
         for (code, transient) in [(500, true), (429, true), (408, true), (404, false), (410, false), (403, false)] {
             server.inject(.status(code), method: "GET")
             let fetched = try fetch(0..<1000, validator: validator)
-            if case .status(let got, _) = fetched.error {
+            if case .status(let got, _, _) = fetched.error {
                 #expect(got == code)
             } else {
                 Issue.record("\(code): got \(String(describing: fetched.result))")

@@ -54,6 +54,9 @@ final class Mount {
     let mountpoint: String
     let cacheDir: String
     let options: [String]
+    /// Variables set for `rangefs mount` and so for the mount process (AWS keys, `HOME`); a
+    /// variable given as "" is removed.
+    var environment: [String: String] = [:]
     private(set) var mountResults: [CommandResult] = []
 
     var logPath: String { (cacheDir as NSString).appendingPathComponent("rangefs.log") }
@@ -97,10 +100,18 @@ final class Mount {
     @discardableResult
     func tryMount(timeout: Double = 60) -> CommandResult {
         clearStaleMount()
-        let argv = [binary, "mount", manifestPath, mountpoint, "--cache-dir", cacheDir] + options
+        let argv = Self.withEnvironment(environment, [binary, "mount", manifestPath, mountpoint, "--cache-dir", cacheDir] + options)
         let r = Command.run(argv, timeout: timeout)
         mountResults.append(r)
         return r
+    }
+
+    /// `argv` run by env(1) with `environment` set ("" removes a variable).
+    static func withEnvironment(_ environment: [String: String], _ argv: [String]) -> [String] {
+        guard !environment.isEmpty else { return argv }
+        let sorted = environment.sorted { $0.key < $1.key }
+        return ["env"] + sorted.filter { $0.value.isEmpty }.flatMap { ["-u", $0.key] }
+            + sorted.filter { !$0.value.isEmpty }.map { "\($0.key)=\($0.value)" } + argv
     }
 
     /// Mounts, and throws with the command's output and the daemon log unless the mount

@@ -28,6 +28,8 @@ public final class CurlClient: RemoteClient {
         public var proxy: String?
         /// Where requests are counted: by kind and status, and those in flight.
         public var metrics = MountMetrics()
+        /// What the server needs beyond plain HTTP (an S3 bucket's signatures); nil for a web server.
+        public var dialect: (any ServerDialect)?
 
         public init() {}
     }

@@ -24,6 +24,13 @@ final class CurlTransfer {
     /// Bytes handed to the sink so far.
     private var storedBytes: UInt64 = 0
     private let metrics: MountMetrics
+    private let dialect: (any ServerDialect)?
+    /// What was asked for (before redirects), for the dialect's reading of an error reply.
+    private let requestURL: URL
+    /// The start of an error reply's body, for the dialect to read (`errorDetail`).
+    private var errorBody: [UInt8] = []
+    /// How much of an error reply's body is kept: S3's error documents are a few hundred bytes.
+    private static let errorBodyBytes = 8 * 1024
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool { spec.isBackground }
@@ -44,13 +51,16 @@ final class CurlTransfer {
         self.spec = spec
         self.gate = gate
         metrics = configuration.metrics
+        dialect = configuration.dialect
         let url: URL
         var headers: [String: String]
+        var method = "GET"
         switch spec {
-        case .probe(let probeURL, let probeHeaders, let method, _):
+        case .probe(let probeURL, let probeHeaders, let probeMethod, _):
             url = probeURL
             headers = probeHeaders
-            if method == .head {
+            if probeMethod == .head {
+                method = "HEAD"
                 rangefs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
             } else {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "0-0")
@@ -60,8 +70,11 @@ final class CurlTransfer {
             headers = request.headers
             if !request.wholeBody {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
-                if let ifRange = request.validator.ifRangeValue {
-                    headers["If-Range"] = ifRange
+                switch configuration.dialect?.rangeCondition ?? .ifRange {
+                case .ifRange:
+                    if let ifRange = request.validator.ifRangeValue { headers["If-Range"] = ifRange }
+                case .ifMatch:
+                    if let etag = request.validator.etag { headers["If-Match"] = etag }
                 }
             }
             if let rate = request.maxBytesPerSecond {
@@ -74,6 +87,7 @@ final class CurlTransfer {
             headers = request.headers.merging(request.conditionalHeaders) { _, conditional in conditional }
             rangefs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.timeInterval * 1000)))
         }
+        requestURL = url
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
         rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         rangefs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
@@ -93,6 +107,9 @@ final class CurlTransfer {
         }
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
+        if let dialect = configuration.dialect {
+            headers.merge(dialect.authorizationHeaders(method: method, url: url, date: Date())) { _, signed in signed }
+        }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             headerList = curl_slist_append(headerList, "\(name): \(value)")
         }
@@ -140,6 +157,11 @@ final class CurlTransfer {
         if !checked {
             checked = true
             failure = checkResponse()
+        }
+        if case .status = failure, dialect != nil, errorBody.count < Self.errorBodyBytes {
+            // An error reply that may say why: its start is kept for `errorDetail`.
+            errorBody += bytes.prefix(Self.errorBodyBytes - errorBody.count)
+            return .taken
         }
         guard failure == nil else { return .abort }
         switch spec {
@@ -217,12 +239,12 @@ final class CurlTransfer {
                 verdict = error
             }
         case .range(let request, _, _):
-            verdict = ResponseCheck.range(reply, for: request)
+            verdict = ResponseCheck.range(reply, for: request, condition: dialect?.rangeCondition ?? .ifRange)
         case .document(let request, _, _):
             verdict = ResponseCheck.document(reply, for: request)
         }
         // The checks are pure; the server's `Retry-After` is read here, where dates are parsed.
-        if case .status(let code, _) = verdict { return .status(code, retryAfter: retryAfter) }
+        if case .status(let code, _, _) = verdict { return .status(code, retryAfter: retryAfter) }
         return verdict
     }
 
@@ -259,6 +281,10 @@ final class CurlTransfer {
         }
         // What arrived is stored also when the transfer failed: a retry goes on from there.
         _ = storePending()
+        if case .status(let code, let retryAfter, nil) = failure, let dialect,
+           let detail = dialect.errorDetail(url: requestURL, status: code, body: errorBody, headers: responseHeaders) {
+            failure = .status(code, retryAfter: retryAfter, detail: detail)
+        }
         switch spec {
         case .probe(let url, let headers, let method, let completion):
             if method == .head, failure != nil || curlResult != CURLE_OK {

@@ -105,8 +105,9 @@ public struct RangeRequest: Sendable {
 }
 
 public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The server answered with this status (404, 500 …), maybe asking to wait before retrying.
-    case status(Int, retryAfter: Duration? = nil)
+    /// The server answered with this status (404, 500 …), maybe asking to wait before retrying,
+    /// maybe saying why in a form that is read (`ServerDialect.errorDetail`).
+    case status(Int, retryAfter: Duration? = nil, detail: ServerErrorDetail? = nil)
     /// The transfer itself failed: connection refused, timeout, stalled, reset.
     case transport(String)
     /// The request cannot succeed however often it is tried: a redirect to a scheme other
@@ -129,8 +130,8 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .status(let code, let retryAfter):
-            return "HTTP status \(code)" + (retryAfter.map { " (Retry-After \($0))" } ?? "")
+        case .status(let code, let retryAfter, let detail):
+            return "HTTP status \(code)" + (detail.map { " (\($0))" } ?? "") + (retryAfter.map { " (Retry-After \($0))" } ?? "")
         case .transport(let message), .refused(let message): return message
         case .rangesNotSupported: return "server ignored the Range header (answered 200)"
         case .changed(let why): return "remote file changed: \(why)"
@@ -144,7 +145,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Worth trying again: the next attempt may well succeed.
     public var isTransient: Bool {
         switch self {
-        case .status(let code, _): return code == 408 || code == 429 || code >= 500
+        case .status(let code, _, let detail): return code == 408 || code == 429 || code >= 500 || detail?.isTransient == true
         case .transport, .protocolViolation: return true
         case .refused, .rangesNotSupported, .changed, .servedElsewhere, .localStorage, .cancelled: return false
         }
@@ -152,7 +153,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// How long the server asked us to wait, if it did.
     public var retryAfter: Duration? {
-        if case .status(_, let retryAfter) = self { return retryAfter }
+        if case .status(_, let retryAfter, _) = self { return retryAfter }
         return nil
     }
 }

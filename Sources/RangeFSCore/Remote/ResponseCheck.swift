@@ -24,8 +24,9 @@ struct ResponseFacts: Sendable {
 /// `CurlTransfer` gathers the facts and acts on the verdict. Every rule here protects the one
 /// promise that a reader never sees a byte the remote file does not hold at that offset.
 enum ResponseCheck {
-    /// The verdict on a reply to a range request (or, with `wholeBody`, to a plain GET).
-    static func range(_ reply: ResponseFacts, for request: RangeRequest) -> RemoteError? {
+    /// The verdict on a reply to a range request (or, with `wholeBody`, to a plain GET) that
+    /// named its version by `condition`.
+    static func range(_ reply: ResponseFacts, for request: RangeRequest, condition: RangeCondition = .ifRange) -> RemoteError? {
         if let encoded = encodingProblem(reply) { return encoded }
         if request.wholeBody { return wholeBody(reply, for: request) }
         switch reply.status {
@@ -55,6 +56,8 @@ enum ResponseCheck {
             return .rangesNotSupported
         case 416:
             return .changed("range not satisfiable (the file is shorter now)")
+        case 412 where condition == .ifMatch && request.validator.etag != nil:
+            return .changed("ETag is no longer \(request.validator.etag!) (412 to If-Match)")
         default:
             return .status(reply.status, retryAfter: nil)
         }
