@@ -1713,6 +1713,21 @@ def rows_bucket(ctx):
         log(f"  bucket-read [boto3 download_file] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in seconds)} MB/s")
         return size / median(seconds) / 1e6
 
+    def curl_whole():
+        """One GET of the whole object: what moto sends when it is not asked for ranges."""
+        url = f"{endpoint}/{BUCKET}/{BUCKET_BIG}"
+        times = []
+        for _ in range(n):
+            seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}", url], 600)
+            if int(float(result.stdout.strip() or 0)) != size:
+                raise BenchError(f"curl fetched {result.stdout} bytes")
+            times.append(seconds)
+        digest = run(f"curl -sS --fail '{url}' | openssl dgst -sha256 -r", 600, shell=True).stdout.split()[0]
+        if digest != ctx.bucket["sha256"]:
+            raise BenchError("curl returned wrong bytes")
+        log(f"  bucket-read [curl, one GET] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s")
+        return size / median(times) / 1e6
+
     if aws:
         measure_cell(read, "baseline", aws_cp)
         try:
@@ -1721,6 +1736,11 @@ def rows_bucket(ctx):
             read.note += f" boto3's download_file: n/a ({error})."
     else:
         measure_cell(read, "baseline", boto3_download)
+    try:
+        read.note += (f" curl of the whole object in one unranged GET: {curl_whole():.0f} MB/s (moto reads the whole "
+                      "object for every ranged GET, so on this server a reader's speed follows its number of requests).")
+    except BenchError as error:
+        read.note += f" curl of the whole object: n/a ({error})."
 
     def system_read(name):
         def measure():
