@@ -1566,26 +1566,28 @@ def bucket_mount_command(ctx, system, mnt, cache, prefetch):
 
 
 class MotoMark:
-    """Requests moto's server logged after this mark (Werkzeug logs one line per request)."""
+    """Requests moto's server logged after this mark (Werkzeug logs one line per request),
+    by kind: LIST for a ListObjectsV2, else the method."""
 
     def __init__(self, ctx):
         self.path = ctx.bucket["log"]
         self.offset = self.path.stat().st_size
 
     def requests(self):
-        """How many requests of each method, e.g. {"GET": 2, "HEAD": 1000}."""
+        """How many requests of each kind, e.g. {"LIST": 2, "HEAD": 1000}."""
         time.sleep(0.2)   # the log line is written as the request ends
         with open(self.path, "rb") as f:
             f.seek(self.offset)
             text = f.read().decode(errors="replace")
         counts = {}
-        for method in re.findall(r'"([A-Z]+) \S+ HTTP/', text):
-            counts[method] = counts.get(method, 0) + 1
+        for method, target in re.findall(r'"([A-Z]+) (\S+) HTTP/', text):
+            kind = "LIST" if method == "GET" and "list-type=" in target else method
+            counts[kind] = counts.get(kind, 0) + 1
         return counts
 
 
 def request_text(counts):
-    """{"GET": 2, "HEAD": 1000} -> "1,002 requests (2 GET, 1,000 HEAD)"."""
+    """{"LIST": 2, "HEAD": 1000} -> "1,002 requests (1,000 HEAD, 2 LIST)"."""
     parts = ", ".join(f"{n:,} {method}" for method, n in sorted(counts.items()))
     return f"{sum(counts.values()):,} requests" + (f" ({parts})" if parts else "")
 
@@ -1754,7 +1756,7 @@ def rows_bucket(ctx):
                         raise BenchError(f"WRONG BYTES: sha256 of {BUCKET_BIG} through the mount differs")
             log(f"  bucket-read [{name}] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s; "
                 f"requests {sent}")
-            read.note += f" {name}: {request_text(sent[-1])} for the read (last repeat)."
+            read.note += f" {name}: {request_text(sent[-1])} for the lookup and the read (last repeat)."
             return size / median(times) / 1e6
         return measure
 
