@@ -1567,7 +1567,8 @@ def bucket_mount_command(ctx, system, mnt, cache, prefetch):
 
 class MotoMark:
     """Requests moto's server logged after this mark (Werkzeug logs one line per request),
-    by kind: LIST for a ListObjectsV2, else the method."""
+    by kind: LIST for a GET of the bucket itself (ListObjects, V1 as rclone asks or V2),
+    else the method."""
 
     def __init__(self, ctx):
         self.path = ctx.bucket["log"]
@@ -1581,7 +1582,7 @@ class MotoMark:
             text = f.read().decode(errors="replace")
         counts = {}
         for method, target in re.findall(r'"([A-Z]+) (\S+) HTTP/', text):
-            kind = "LIST" if method == "GET" and "list-type=" in target else method
+            kind = "LIST" if method == "GET" and target.split("?")[0].rstrip("/") == "/" + BUCKET else method
             counts[kind] = counts.get(kind, 0) + 1
         return counts
 
