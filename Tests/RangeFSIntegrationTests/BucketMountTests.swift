@@ -204,20 +204,10 @@ extension RangeFSIntegrationTests {
                           ["op": "put", "bucket": "changing", "key": "song.bin", "file": files.appendingPathComponent("v1").path, "public": true]])
         let mount = try bucketMount(server, "s3://changing/", environment: try bucketEnvironment(), options: ["--no-sign-request"])
         try mount.mount()
-        let readPart = files.appendingPathComponent("read-part").path, goOn = files.appendingPathComponent("go-on").path
-        let script = """
-            exec 3<"$0" || exit 9
-            dd bs=65536 count=4 iflag=fullblock status=none <&3 || exit 8
-            : > "$1"
-            i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
-            exec cat <&3
-            """
-        let reader = try BackgroundCommand(["sh", "-c", script, mount.path("song.bin"), readPart, goOn])
-        Poll.until(seconds: 60) { FileManager.default.fileExists(atPath: readPart) || !reader.isRunning }
-        #expect(FileManager.default.fileExists(atPath: readPart), "the reader did not get its first 256 KiB")
+        let reader = try PausedReader(mount.path("song.bin"), flags: files)
+        #expect(reader.waitForFirstPart(), "the reader did not get its first 256 KiB")
         try server.setUp([["op": "put", "bucket": "changing", "key": "song.bin", "file": files.appendingPathComponent("v2").path, "public": true]])
-        _ = FileManager.default.createFile(atPath: goOn, contents: nil)
-        let out = ReadOutcome(result: reader.wait(timeout: 90))
+        let out = reader.finish()
         #expect(Reading.isPrefix(out.bytes, of: v1) && out.bytes.count >= 262_144, "only bytes of the old version: \(out)")
         #expect(out.failedWithEIO, "the reader of the old version gets EIO once the change is seen: \(out)\(Check.daemonLog(mount))")
         let reopened = Reading.whole(mount.path("song.bin"))
