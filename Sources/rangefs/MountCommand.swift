@@ -39,8 +39,11 @@ struct MountCommand: ParsableCommand {
         line, or PATH<TAB>URL), JSON or YAML (a list of entries with url, or urls for mirrors, and \
         optional path, size, sha256, headers, mtime), an M3U/M3U8 playlist, a podcast RSS feed, or \
         a Metalink 4 or 3.0 document (file names, http(s) URLs by priority, size, sha-256 hash and \
-        sha-256 pieces). A file is fetched from its first URL only for now; other mirrors and piece \
-        hashes are read and validated but not used yet. The format is detected from \
+        sha-256 pieces). A file with several URLs is read from the best one that works: each \
+        mirror is asked for the file's size before its first range and dropped for that file when \
+        it differs, one that fails rests while the others take its requests, and a file none of \
+        them serves fails with EIO naming each. Piece hashes are read and validated but not used \
+        yet. The format is detected from \
         the file name's extension (.txt, .json, .yaml, .m3u8, .rss, .meta4, .metalink, ...), else \
         from the content; --format overrides it. A manifest fetched by URL uses the same --header, \
         --proxy and --ca-file as the files, and relative playlist entries resolve against its URL. \

@@ -42,9 +42,10 @@ final class FetchEngineHarness {
     /// Publishes `files` (name → bytes) and makes a manifest with one entry per name of
     /// `entries` (default: every published name, sorted), each at path = its name, or one per
     /// element of `paths` (path in the mount → published name; several paths may share a name).
-    /// `urls` replaces an entry's URL (name → URL); `sha256` gives an entry a checksum.
+    /// `urls` replaces an entry's URL (name → URL); `mirrors` gives it URLs after that one
+    /// (name → mirrors, best first); `sha256` gives an entry a checksum.
     convenience init(files: [String: [UInt8]], entries: [String]? = nil, paths: [(path: String, name: String)]? = nil,
-                     urls: [String: URL] = [:], sha256: [String: String] = [:],
+                     urls: [String: URL] = [:], mirrors: [String: [URL]] = [:], sha256: [String: String] = [:],
                      policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
                      prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
                      statedSizesAreExact: Bool = false,
@@ -53,8 +54,10 @@ final class FetchEngineHarness {
         for (name, bytes) in files { server.publish(name, bytes: bytes) }
         let pairs = paths ?? (entries ?? files.keys.sorted()).map { (path: $0, name: $0) }
         let manifestEntries = try pairs.enumerated().map { line, pair in
-            ManifestEntry(path: try EntryPath(validating: pair.path), url: urls[pair.name] ?? server.url(pair.name),
-                          sha256: sha256[pair.name], line: line + 1)
+            var entry = ManifestEntry(path: try EntryPath(validating: pair.path), url: urls[pair.name] ?? server.url(pair.name),
+                                      sha256: sha256[pair.name], line: line + 1)
+            entry.mirrors = mirrors[pair.name] ?? []
+            return entry
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
                       manifest: Manifest(source: "test", entries: manifestEntries), policy: policy, limits: limits, prefetch: prefetch,

@@ -75,7 +75,7 @@ private let noReply = PlanFixture.noReply
     @Test func aFinalFailureKeepsTheServersAnswerAsItsCause() {
         var plan = PlanFixture.plan(size: 4 * block)
         _ = plan.read(0..<4096)
-        let failures = plan.transferEnded(0, .failure(.status(404))).compactMap { action -> FetchError? in
+        let failures = plan.transferEnded(0, .failure(.status(404)), now: PlanFixture.start).compactMap { action -> FetchError? in
             if case .fail(_, let error) = action { return error }
             return nil
         }

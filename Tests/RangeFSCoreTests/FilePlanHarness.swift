@@ -42,6 +42,7 @@ enum PlanFixture {
             case .rangesIgnored: "ranges ignored"
             case .findSource: "find source"
             case .saveSource(let source): "save source \(source.location?.absoluteString ?? "origin")"
+            case .probeSource(let index, _, let delay): "probe source \(index)" + (delay > .zero ? " later" : "")
             case .cachedBytes(let delta): "cached \(delta)"
             case .release(let bytes): "release \(bytes)"
             case .answer(_, let bytes): "answer \(bytes)"
@@ -71,7 +72,7 @@ extension FilePlan {
         PlanFixture.lines(bytesWritten(by: id, at: bytes.lowerBound, count: UInt64(bytes.count), now: PlanFixture.start + elapsed) ?? [])
     }
 
-    mutating func end(_ id: Int, _ result: Result<Void, RemoteError>) -> [String] {
-        PlanFixture.lines(transferEnded(id, result))
+    mutating func end(_ id: Int, _ result: Result<Void, RemoteError>, at elapsed: Duration = .zero) -> [String] {
+        PlanFixture.lines(transferEnded(id, result, now: PlanFixture.start + elapsed))
     }
 }

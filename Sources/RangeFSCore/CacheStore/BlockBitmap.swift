@@ -56,6 +56,13 @@ public struct BlockBitmap: Sendable, Equatable {
         }
     }
 
+    /// Marking a missing block missing again changes nothing.
+    public mutating func remove(_ block: Int) {
+        guard contains(block) else { return }
+        words[block >> 6] &= ~(1 << UInt64(block & 63))
+        presentCount -= 1
+    }
+
     public mutating func removeAll() {
         for index in words.indices { words[index] = 0 }
         presentCount = 0

@@ -168,16 +168,33 @@ final class SizeDiscovery: Sendable {
 
     // MARK: Probing
 
-    private func probe(_ entry: ManifestEntry, index: Int, attempt: Int = 1) {
-        environment.client.probe(url: entry.url, headers: entry.headers) { [self] result in
+    /// Asks the entry's URL number `source` (its URL, then its mirrors in turn while each
+    /// fails for good) for the size and validator.
+    private func probe(_ entry: ManifestEntry, index: Int, source: Int = 0, attempt: Int = 1) {
+        let urls = entry.urls
+        let target = urls[source]
+        // The manifest's credentials do not go to a mirror on another server.
+        let headers = FetchSource(location: source == 0 ? nil : target, validator: RemoteValidator(etag: nil, lastModified: nil))
+            .requestHeaders(entry.headers, origin: entry.url)
+        environment.client.probe(url: target, headers: headers) { [self] result in
             if case .failure(let error) = result, let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
-                environment.logger.debug("size of \(entry.url.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
+                environment.logger.debug("size of \(target.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    probe(entry, index: index, attempt: attempt + 1)
+                    probe(entry, index: index, source: source, attempt: attempt + 1)
                 }
                 return
             }
-            finishProbe(of: entry, index: index, with: result)
+            if case .failure(let error) = result, source + 1 < urls.count {
+                environment.logger.warning("size of \(entry.url.redactedForDisplay) not found at \(target.redactedForDisplay): \(error); asking \(urls[source + 1].redactedForDisplay)")
+                return probe(entry, index: index, source: source + 1)
+            }
+            // A mirror that answered is where the record's ranges go (`FileSources` knows it by its URL).
+            let answered = result.map { info in
+                var info = info
+                if source > 0, info.finalURL == nil { info.finalURL = target }
+                return info
+            }
+            finishProbe(of: entry, index: index, with: answered)
         }
     }
 

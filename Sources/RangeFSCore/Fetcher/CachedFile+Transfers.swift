@@ -6,7 +6,12 @@ import Synchronization
 extension CachedFile {
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
     func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
-        let source = state.withLock { $0.plan.source }
+        let (attempt, replyFile) = state.withLock { ($0.plan.beginAttempt(id, now: .now), $0.dataFile) }
+        let source: FetchSource
+        switch attempt {
+        case .request(let target): source = target
+        case .later(let actions): return perform(actions, file: replyFile)
+        }
         let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
@@ -24,7 +29,7 @@ extension CachedFile {
                 let now = ContinuousClock.now
                 environment.hostRates.record(Double(bytes.count) / max((now - started).timeInterval, 0.000_1), host: host, at: now)
             }
-            update { $0.plan.transferEnded(id, result) }
+            update { $0.plan.transferEnded(id, result, now: .now) }
         })
     }
 
@@ -83,5 +88,22 @@ extension CachedFile {
         }
         perform(actions, file: file)
         return why
+    }
+}
+
+// MARK: Mirrors
+
+extension CachedFile {
+    /// Asks source number `index` (at `target`) for the file's size and validator, after
+    /// `delay`; the plan decides what its answer means (`FilePlan.sourceProbed`). Credentials
+    /// of the manifest's headers do not go to another server (`FetchSource.requestHeaders`).
+    func probeSource(_ index: Int, at target: URL, after delay: Duration) {
+        let elsewhere = FetchSource(location: target == url ? nil : target, validator: RemoteValidator(etag: nil, lastModified: nil))
+        let headers = elsewhere.requestHeaders(self.headers, origin: url)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+            environment.client.probe(url: target, headers: headers) { [self] result in
+                update { $0.plan.sourceProbed(index, result, now: .now) }
+            }
+        }
     }
 }

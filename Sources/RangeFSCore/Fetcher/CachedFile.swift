@@ -39,7 +39,8 @@ public final class CachedFile: Sendable {
         var dataFile: DataFile?
     }
 
-    init(record: CachedFileRecord, url: URL, headers: [String: String], expectedSHA256: String? = nil,
+    /// `mirrors`: the file's other URLs after `url`, best first (`FileSources`).
+    init(record: CachedFileRecord, url: URL, mirrors: [URL] = [], headers: [String: String], expectedSHA256: String? = nil,
          environment: FetchEnvironment, budget: CacheBudget, serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
         self.headers = headers
@@ -53,7 +54,8 @@ public final class CachedFile: Sendable {
         let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
         let plan = FilePlan(url: url, layout: layout, policy: environment.policy, blocks: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
-                            streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256, source: record.source)
+                            streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256, source: record.source,
+                            mirrors: mirrors)
         state = Mutex(State(plan: plan))
         // A process killed between removing the data (eviction) and updating the record leaves
         // blocks listed whose bytes are gone: the file must not pass for complete meanwhile.
@@ -69,6 +71,12 @@ public final class CachedFile: Sendable {
     public var snapshot: CachedFileSnapshot {
         let now = ContinuousClock.now
         return state.withLock { $0.plan.snapshot(now: now) }
+    }
+
+    /// Each of the file's sources (its URL, then its mirrors) and how it is doing.
+    public var sourceStatuses: [SourceStatus] {
+        let now = ContinuousClock.now
+        return state.withLock { $0.plan.sources.statuses(now: now) }
     }
 
     // MARK: Opening and closing
@@ -144,7 +152,7 @@ public final class CachedFile: Sendable {
             } catch {
                 return [.fail(completion, FetchError(url, .cache(.from(error))))]
             }
-            let host = state.plan.source.requestURL(origin: url).serverKey
+            let host = state.plan.preferredSource(now: now).requestURL(origin: url).serverKey
             return state.plan.read(bytes, readAhead: readAhead, now: now,
                                    hostBytesPerSecond: environment.hostRates.bytesPerSecond(host: host, at: now),
                                    completion: completion)
@@ -169,7 +177,7 @@ public final class CachedFile: Sendable {
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
     func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
-        let source = state.withLock { $0.plan.source }
+        let source = state.withLock { $0.plan.preferredSource(now: .now) }
         let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                  fileSize: layout.fileSize, validator: source.validator, environment: environment, budget: budget)
         reader.fetch(bytes, changed: { [self] why in
@@ -251,6 +259,8 @@ public final class CachedFile: Sendable {
                 environment.client.probe(url: url, headers: headers) { [self] result in
                     update { $0.plan.sourceFound(result) }
                 }
+            case .probeSource(let index, let target, let delay):
+                probeSource(index, at: target, after: delay)
             case .saveSource(let source):
                 let store = environment.store
                 let key = url.absoluteString

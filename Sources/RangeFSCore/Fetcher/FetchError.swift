@@ -16,6 +16,8 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         case rejected(String)
         /// A directory's page came, but is not a listing that can be read (the reason).
         case unreadableListing(String)
+        /// None of the file's sources (its URL and mirrors) serves it: each one and why.
+        case sourcesFailed(String)
         /// The read waited longer than the read deadline.
         case timedOut(Duration)
         /// The mount is going away; its transfers were stopped.
@@ -28,6 +30,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
             case .remoteChanged(let why): "remote file changed (\(why))"
             case .rejected(let why): why
             case .unreadableListing(let why): why
+            case .sourcesFailed(let sources): "no source serves it: \(sources)"
             case .timedOut(let deadline): "timed out after \(deadline)"
             case .unmounting: "unmounting"
             }

@@ -15,6 +15,7 @@ extension FilePlan {
     mutating func committed(_ snapshot: BlockBitmap, complete: Bool) {
         durable = snapshot
         self.complete = complete
+        sources.settle { bytes in layout.blocks(covering: bytes).allSatisfy(snapshot.contains) }
         if complete { waitingForSpace = false }
     }
 
@@ -27,6 +28,8 @@ extension FilePlan {
         let dropped = cachedBytes(of: available) - cachedBytes(of: durable)
         available = durable
         partial = [:]
+        // What no block holds any more needs no forgetting if its source's copy turns out to differ.
+        sources.settle { _ in true }
         let actions: [Action]
         if outOfSpace {
             waitingForSpace = true

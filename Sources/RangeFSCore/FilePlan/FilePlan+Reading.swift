@@ -17,12 +17,16 @@ extension FilePlan {
         if complete || bytes.isEmpty {
             return [.answer(completion, bytes)]
         }
-        var actions: [Action]
+        // No source is left: what is cached stays readable, nothing more can be fetched.
+        if sources.allDropped {
+            return [isAvailable(bytes) ? .answer(completion, bytes) : .fail(completion, noSourceError)]
+        }
+        var actions = probeNewSources()
         if readAhead == 0, let sparse = planSparseRead(bytes) {
-            actions = sparse
+            actions += sparse
         } else {
             let end = readAheadEnd(after: bytes.upperBound, window: readAhead) ?? bytes.upperBound
-            actions = planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now,
+            actions += planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now,
                                     hostBytesPerSecond: hostBytesPerSecond)
         }
         if isAvailable(bytes) {
@@ -157,7 +161,7 @@ extension FilePlan {
 
     /// Whether background work may start anything on this file.
     var wantsBackgroundWork: Bool {
-        !complete && layout.blockCount > 0 && invalidated == nil
+        !complete && layout.blockCount > 0 && invalidated == nil && !sources.allDropped
     }
 
     /// The next bytes background work should fetch: the first gap (at most `maxBytes` of
@@ -194,6 +198,6 @@ extension FilePlan {
         transfer.reserved = UInt64(piece.count)
         transfer.mayBeHeldBack = true
         transfers[id] = transfer
-        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
+        return probeNewSources() + [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
     }
 }

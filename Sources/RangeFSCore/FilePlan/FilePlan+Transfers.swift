@@ -23,6 +23,7 @@ extension FilePlan {
         }
         rate.record(Int(count), at: now)
         transfers[id] = transfer
+        sourceWrote(offset..<(offset + count), by: id, now: now)
         let added = recordWritten(offset..<(offset + count))
         uncommittedBytes += added
         var actions = answerWaiters(overlapping: transfer.bytes)
@@ -57,7 +58,7 @@ extension FilePlan {
     }
 
     /// Transfer `id` ended: done, to be retried, to look for where the file is now, or failed for good.
-    mutating func transferEnded(_ id: Int, _ result: Result<Void, RemoteError>) -> [Action] {
+    mutating func transferEnded(_ id: Int, _ result: Result<Void, RemoteError>, now: ContinuousClock.Instant) -> [Action] {
         guard var transfer = transfers[id] else { return [] }
         if transfer.stoppedForSpace { return endedForSpace(transfer, id: id) }
         // Cut short and stopped once it had brought what it still wanted: done, not failed.
@@ -69,9 +70,14 @@ extension FilePlan {
             transfers[id] = nil
             actions += releasing(transfer)
             lastFailure = nil
+            if let index = transfer.source { sources.succeeded(index) }
         case .failure(let error):
             let remainder = transfer.frontier..<transfer.bytes.upperBound
-            if !remainder.isEmpty, shouldFindSource(after: error, of: transfer) {
+            if let (handled, gone) = failedAtSource(id, error, now: now) {
+                // A file with mirrors: another source takes the rest (`FilePlan+Sources`).
+                actions += handled
+                ended = gone
+            } else if !remainder.isEmpty, shouldFindSource(after: error, of: transfer) {
                 // Kept in `transfers`, so its readers keep waiting for it.
                 transfer.sourceLookups += 1
                 transfers[id] = transfer
@@ -112,7 +118,7 @@ extension FilePlan {
     }
 
     /// What the budget promised an ended transfer and it did not write goes back.
-    private func releasing(_ transfer: Transfer) -> [Action] {
+    func releasing(_ transfer: Transfer) -> [Action] {
         transfer.reserved > 0 ? [.release(transfer.reserved)] : []
     }
 

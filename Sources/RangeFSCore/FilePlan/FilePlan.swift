@@ -40,8 +40,15 @@ struct FilePlan {
     }
     /// What the whole file must hash to before it is promoted (the manifest's sha256).
     var expectedSHA256: String?
-    /// Where ranges are asked for, and the validator they must match there.
-    var source: FetchSource
+    /// Where the file is served from: the manifest URL and its mirrors, each with its own
+    /// validator and health (`FilePlan+Sources`).
+    var sources: FileSources
+    /// The source the cache record describes (the manifest URL's, unless a mirror answered the
+    /// size probe): where ranges go for a file with one URL, and what the database remembers.
+    var source: FetchSource {
+        get { sources.recordedSource }
+        set { sources.recordedSource = newValue }
+    }
     /// Transfers that failed where `source` points, waiting while the manifest URL is asked
     /// again where it leads now (one probe at a time), with the error each one met.
     var awaitingSource: [Int: RemoteError] = [:]
@@ -49,7 +56,7 @@ struct FilePlan {
     var waitingForSpace = false
 
     init(url: URL, layout: BlockLayout, policy: FetchPolicy, blocks: BlockBitmap, complete: Bool,
-         streamOnly: Bool, expectedSHA256: String?, source: FetchSource) {
+         streamOnly: Bool, expectedSHA256: String?, source: FetchSource, mirrors: [URL] = []) {
         self.url = url
         self.layout = layout
         self.policy = policy
@@ -58,7 +65,7 @@ struct FilePlan {
         self.complete = complete
         self.streamOnly = streamOnly
         self.expectedSHA256 = expectedSHA256?.lowercased()
-        self.source = source
+        sources = FileSources(origin: url, mirrors: mirrors, stored: source)
     }
 
     /// The file's URL as logs and errors show it (no credentials).
@@ -92,6 +99,10 @@ struct FilePlan {
         /// When the first bytes of its current attempt arrived and `written` then: its speed is
         /// measured from there, as that first burst arrives all at once and would overrate it.
         var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
+        /// The source its current attempt asks (an index into `sources.all`); nil before it starts.
+        var source: Int?
+        /// Waiting for a source to be found usable (its probe): it starts again when one is.
+        var parked = false
         var frontier: UInt64 { bytes.lowerBound + written }
 
         /// How fast its bytes arrive, once they have flowed for the policy's `rateSample` or
@@ -126,6 +137,9 @@ struct FilePlan {
         case findSource
         /// Remember the new source in the database.
         case saveSource(FetchSource)
+        /// Ask source number `index` (`sources.all`), at its URL, for the file's size and
+        /// validator, after `after` (`sourceProbed` takes the answer).
+        case probeSource(Int, URL, after: Duration)
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
         /// Give back what the budget promised a background transfer and it did not write.

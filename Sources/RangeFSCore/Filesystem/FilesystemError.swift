@@ -53,7 +53,7 @@ public struct FilesystemError: Error, Sendable, CustomStringConvertible {
         // Whatever failed underneath (the server, the network, the cache disk, a change of the
         // remote file, the deadline, the unmount), the reader gets EIO, the one errno every
         // program treats as "this read failed"; the reason goes to the log and user.rangefs.error.
-        case .remote, .cache, .remoteChanged, .rejected, .unreadableListing, .timedOut, .unmounting: EIO
+        case .remote, .cache, .remoteChanged, .rejected, .unreadableListing, .sourcesFailed, .timedOut, .unmounting: EIO
         }
     }
 

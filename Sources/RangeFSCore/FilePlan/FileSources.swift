@@ -1,0 +1,263 @@
+import Foundation
+
+/// The places one file is served from — the manifest URL and the mirrors after it, best first —
+/// and how each is doing for this file, with no I/O and no clock of its own. Each keeps its own
+/// `FetchSource` (where its redirect led, and the validator sent there as `If-Range`), because
+/// mirrors' validators differ. A source is ok, backing off after transient failures (a delay
+/// that doubles with each failure in a row), or dropped for this file: its copy differs (size,
+/// validator) or it does not serve the file. A file with one URL has one source, always used.
+struct FileSources {
+    struct Source {
+        /// The URL the manifest gives.
+        let url: URL
+        /// Where its ranges go and which version they must be, relative to the manifest URL
+        /// (a mirror's `location` is never nil); nil until a probe of `url` answered.
+        var fetch: FetchSource?
+        /// A probe of it is asked for or under way.
+        var probing = false
+        var health = Health.ok
+        /// Transient failures in a row (requests or probes); a success resets them.
+        var failures = 0
+        /// Its latest measured speed, nil before one was measured.
+        var bytesPerSecond: Double?
+        /// The last error it met, for messages.
+        var lastError: String?
+        /// Bytes it wrote whose blocks are not durable yet: forgotten if its copy turns out to differ.
+        var unsettled: [Range<UInt64>] = []
+    }
+
+    enum Health: Equatable {
+        case ok
+        case backingOff(until: ContinuousClock.Instant)
+        case dropped(String)
+    }
+
+    /// What a probe of a source means for it.
+    enum ProbeOutcome: Equatable {
+        case usable
+        case dropped(String)
+        case probeAgain(after: Duration)
+    }
+
+    private(set) var all: [Source]
+    /// The source the cache record describes: the one that answered the size probe.
+    let recorded: Int
+
+    /// `stored` is the record's `FetchSource`: a `location` that is one of the mirrors' URLs
+    /// means that mirror answered the size probe; any other is the manifest URL's.
+    init(origin: URL, mirrors: [URL], stored: FetchSource) {
+        all = ([origin] + mirrors).map { Source(url: $0) }
+        let mirrorIndex = stored.location.flatMap { location in
+            mirrors.firstIndex { $0.absoluteString == location.absoluteString }
+        }
+        recorded = mirrorIndex.map { $0 + 1 } ?? 0
+        all[recorded].fetch = stored
+    }
+
+    var isSingle: Bool { all.count == 1 }
+
+    /// The record's source, as the database keeps it.
+    var recordedSource: FetchSource {
+        get { all[recorded].fetch! }
+        set { all[recorded].fetch = newValue }
+    }
+
+    func isDropped(_ index: Int) -> Bool {
+        if case .dropped = all[index].health { return true }
+        return false
+    }
+
+    var allDropped: Bool { all.indices.allSatisfy(isDropped) }
+
+    func isUsable(_ index: Int, now: ContinuousClock.Instant) -> Bool {
+        guard all[index].fetch != nil else { return false }
+        switch all[index].health {
+        case .ok: return true
+        case .backingOff(let until): return until <= now
+        case .dropped: return false
+        }
+    }
+
+    /// Where the next request goes: among the usable sources, the fewest failures in a row,
+    /// then the fastest measured, then the manifest's order. `avoiding` is passed over when
+    /// another source is usable (a retry after a failure goes elsewhere).
+    func best(now: ContinuousClock.Instant, avoiding: Int? = nil) -> Int? {
+        let usable = all.indices.filter { isUsable($0, now: now) }
+        let candidates = usable.count > 1 ? usable.filter { $0 != avoiding } : usable
+        return candidates.min { a, b in
+            let (first, second) = (all[a], all[b])
+            if first.failures != second.failures { return first.failures < second.failures }
+            let (firstRate, secondRate) = (first.bytesPerSecond ?? 0, second.bytesPerSecond ?? 0)
+            if firstRate != secondRate { return firstRate > secondRate }
+            return a < b
+        }
+    }
+
+    /// When the first source backing off may be asked again; nil when none is backing off
+    /// (every source is usable, dropped or waiting for its probe).
+    func nextRecovery() -> ContinuousClock.Instant? {
+        all.compactMap { source -> ContinuousClock.Instant? in
+            guard source.fetch != nil, case .backingOff(let until) = source.health else { return nil }
+            return until
+        }.min()
+    }
+
+    /// The sources never asked about yet, marked as being probed now.
+    mutating func takeUnprobed() -> [Int] {
+        let indices = all.indices.filter { all[$0].fetch == nil && !all[$0].probing && !isDropped($0) }
+        for index in indices { all[index].probing = true }
+        return indices
+    }
+
+    /// A probe of source `index` answered (or failed) for a file of `fileSize` bytes whose
+    /// manifest URL is `origin`.
+    mutating func probed(_ index: Int, _ result: Result<RemoteFileInfo, RemoteError>, fileSize: UInt64, origin: URL,
+                         now: ContinuousClock.Instant, policy: FetchPolicy) -> ProbeOutcome {
+        all[index].probing = false
+        guard !isDropped(index) else { return .dropped(reason(of: index)) }
+        switch result {
+        case .success(let info):
+            guard info.size == fileSize else {
+                let why = "its size is \(info.size) bytes where the file has \(fileSize)"
+                drop(index, because: why)
+                return .dropped(why)
+            }
+            let answered = info.finalURL ?? all[index].url
+            all[index].fetch = FetchSource(location: answered.absoluteString == origin.absoluteString ? nil : answered,
+                                           validator: info.validator)
+            all[index].health = .ok
+            all[index].failures = 0
+            return .usable
+        case .failure(let error):
+            guard error.isTransient, all[index].failures + 1 < policy.maxAttempts else {
+                drop(index, because: error.description)
+                return .dropped(error.description)
+            }
+            all[index].probing = true
+            return .probeAgain(after: backOff(index, after: error, now: now, policy: policy))
+        }
+    }
+
+    /// A request to source `index` failed for a while: it is passed over until its delay ends,
+    /// a delay that doubles with each failure in a row (or the server's `Retry-After`). Returns it.
+    @discardableResult
+    mutating func backOff(_ index: Int, after error: RemoteError, now: ContinuousClock.Instant,
+                          policy: FetchPolicy) -> Duration {
+        all[index].failures += 1
+        all[index].lastError = error.description
+        let delay = max(policy.retryDelay(attempt: all[index].failures + 1), error.retryAfter ?? .zero)
+        if !isDropped(index) { all[index].health = .backingOff(until: now + delay) }
+        return delay
+    }
+
+    /// Source `index` served bytes: it is ok again.
+    mutating func succeeded(_ index: Int) {
+        guard !isDropped(index) else { return }
+        all[index].failures = 0
+        all[index].health = .ok
+    }
+
+    /// Source `index` is not asked again for this file.
+    mutating func drop(_ index: Int, because why: String) {
+        guard !isDropped(index) else { return }
+        all[index].health = .dropped(why)
+        all[index].lastError = why
+    }
+
+    /// A source's request to be asked again later (it met a redirect to another copy).
+    mutating func forgetWhereItLeads(_ index: Int) {
+        all[index].fetch = nil
+        all[index].probing = true
+    }
+
+    mutating func measured(_ index: Int, bytesPerSecond: Double) {
+        all[index].bytesPerSecond = bytesPerSecond
+    }
+
+    // MARK: Bytes not durable yet
+
+    mutating func wrote(_ bytes: Range<UInt64>, from index: Int) {
+        var ranges = all[index].unsettled
+        if let last = ranges.last, last.upperBound == bytes.lowerBound {
+            ranges[ranges.count - 1] = last.lowerBound..<bytes.upperBound
+        } else {
+            ranges.append(bytes)
+        }
+        all[index].unsettled = ranges.count > 64 ? ranges.merged() : ranges
+    }
+
+    /// Forgets the ranges `isSettled` says are durable now.
+    mutating func settle(_ isSettled: (Range<UInt64>) -> Bool) {
+        for index in all.indices where !all[index].unsettled.isEmpty {
+            all[index].unsettled.removeAll(where: isSettled)
+        }
+    }
+
+    /// The bytes source `index` wrote that are not durable, forgotten here.
+    mutating func takeUnsettled(_ index: Int) -> [Range<UInt64>] {
+        defer { all[index].unsettled = [] }
+        return all[index].unsettled
+    }
+
+    // MARK: Describing
+
+    /// Why source `index` is dropped, or its last error.
+    func reason(of index: Int) -> String {
+        if case .dropped(let why) = all[index].health { return why }
+        return all[index].lastError ?? "no error"
+    }
+
+    /// Each source and its state, for the messages of a file no source serves.
+    var summary: String {
+        all.indices.map { index in
+            let source = all[index]
+            let state: String
+            switch source.health {
+            case .dropped(let why): state = "dropped: \(why)"
+            case .backingOff: state = "failing: \(source.lastError ?? "unknown error")"
+            case .ok: state = source.lastError.map { "failing: \($0)" } ?? "ok"
+            }
+            return "\(source.url.redactedForDisplay) (\(state))"
+        }.joined(separator: "; ")
+    }
+}
+
+/// One source of a file as status and extended attributes show it.
+public struct SourceStatus: Sendable, Equatable, Codable {
+    public enum State: String, Sendable, Codable {
+        case ok
+        /// Not asked about yet, or being asked (a mirror's probe before its first range).
+        case unknown
+        case backingOff = "backing off"
+        case dropped
+    }
+
+    /// The URL without credentials.
+    public var url: String
+    public var state: State
+    /// Why it is dropped or backing off.
+    public var reason: String?
+    /// Its latest measured speed, bytes per second.
+    public var bytesPerSecond: UInt64?
+}
+
+extension FileSources {
+    func statuses(now: ContinuousClock.Instant) -> [SourceStatus] {
+        all.indices.map { index in
+            let source = all[index]
+            var status = SourceStatus(url: source.url.redactedForDisplay, state: .ok, reason: nil,
+                                      bytesPerSecond: source.bytesPerSecond.map { UInt64($0) })
+            switch source.health {
+            case .dropped(let why):
+                status.state = .dropped
+                status.reason = why
+            case .backingOff(let until) where until > now:
+                status.state = .backingOff
+                status.reason = source.lastError
+            default:
+                if source.fetch == nil { status.state = .unknown }
+            }
+            return status
+        }
+    }
+}

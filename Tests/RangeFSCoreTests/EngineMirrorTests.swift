@@ -1,0 +1,147 @@
+import FaultServer
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// A file served by several sources (its URL and mirrors, each a `FaultServer` of its own),
+/// driven through the catalog without a mount: failover, sources dropped for a copy of another
+/// size, and the failure of a file no source serves.
+@Suite("Fetch engine: mirrors")
+struct EngineMirrorTests {
+    /// Four blocks of 64 KiB.
+    static let data = FetchEngineHarness.bytes(256 * 1024)
+    static let whole: Range<UInt64> = 0..<UInt64(data.count)
+
+    static func slice(_ range: Range<UInt64>) -> [UInt8] {
+        Array(data[Int(range.lowerBound)..<Int(range.upperBound)])
+    }
+
+    /// Servers publishing `a.bin` (each its own copy of `bytes`), stopped when the test ends.
+    final class Mirrors {
+        let servers: [FaultServer]
+
+        init(_ count: Int, bytes: [UInt8] = EngineMirrorTests.data) throws {
+            servers = try (0..<count).map { _ in
+                let server = try FaultServer()
+                server.publish("a.bin", bytes: bytes)
+                return server
+            }
+        }
+
+        var urls: [URL] { servers.map { $0.url("a.bin") } }
+
+        func gets(_ index: Int) -> [RecordedRequest] {
+            servers[index].requests(for: "a.bin").filter { $0.method == "GET" }
+        }
+
+        deinit { for server in servers { _ = server.stop() } }
+    }
+
+    /// A URL on loopback where nothing listens: a server started and stopped.
+    static func refusingURL() throws -> URL {
+        let server = try FaultServer()
+        let url = server.url("a.bin")
+        _ = server.stop()
+        return url
+    }
+
+    /// Waits until every source of `file` was asked about (or dropped), at most 10 s.
+    static func sourcesSettle(_ file: CachedFile) -> Bool {
+        FilesystemHarness.eventually(timeout: 10) { !file.sourceStatuses.contains { $0.state == .unknown } }
+    }
+
+    @Test func aFirstURLRefusingConnectionsLeavesTheFileReadableFromItsMirror() throws {
+        let mirrors = try Mirrors(1)
+        let refusing = try Self.refusingURL()
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data], urls: ["a.bin": refusing],
+                                            mirrors: ["a.bin": mirrors.urls])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(file.layout.fileSize == UInt64(Self.data.count))
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+        #expect(!mirrors.gets(0).isEmpty)
+        // Asked again a few times (a refusal may be brief), then dropped for this file.
+        #expect(FilesystemHarness.eventually(timeout: 10) { file.sourceStatuses.map(\.state) == [.dropped, .ok] },
+                "\(file.sourceStatuses)")
+        #expect(file.sourceStatuses[0].reason?.contains("connect") == true, "\(file.sourceStatuses)")
+    }
+
+    @Test func a503SendsTheRetryToTheOtherSourceAtOnce() throws {
+        let mirrors = try Mirrors(2)
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": [mirrors.urls[1]]])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(0..<65_536))
+        #expect(Self.sourcesSettle(file))
+        #expect(mirrors.gets(0).count == 1 && mirrors.gets(1).isEmpty, "the first source is the best while it works")
+
+        mirrors.servers[0].inject(.status(503), times: 100, for: "a.bin", method: "GET")
+        let started = Date()
+        #expect(try engine.read(file, 65_536..<262_144).value == Self.slice(65_536..<262_144))
+        #expect(Date().timeIntervalSince(started) < 2)
+        #expect(mirrors.gets(0).count == 2, "one 503, then no more asked of it: \(mirrors.gets(0))")
+        let second = mirrors.gets(1)
+        #expect(second.first?.rangeStart == 65_536 && second.allSatisfy { $0.status == 206 }, "\(second)")
+        #expect(file.sourceStatuses.map(\.state) == [.backingOff, .ok], "\(file.sourceStatuses)")
+    }
+
+    @Test func aSourceDroppingMidBodyHandsTheRestToAnother() throws {
+        let mirrors = try Mirrors(3)
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
+        #expect(Self.sourcesSettle(file))
+        mirrors.servers[0].inject(.dropConnection(afterBodyBytes: 100_000), for: "a.bin", method: "GET")
+        #expect(try engine.read(file, 4096..<262_144).value == Self.slice(4096..<262_144))
+        let first = mirrors.gets(0)
+        let rest = mirrors.gets(1) + mirrors.gets(2)
+        #expect(first.last?.bodyBytesSent == 100_000, "\(first)")
+        let resumedAt = first.last.flatMap(\.rangeStart).map { $0 + 100_000 }
+        #expect(rest.count == 1 && rest.first?.rangeStart == resumedAt, "only the remainder, from another source: \(rest)")
+        #expect(file.snapshot.cachedBytes == UInt64(Self.data.count))
+    }
+
+    @Test func aMirrorWithAnotherSizeIsDroppedWithItsReasonAndNeverAsked() throws {
+        let mirrors = try Mirrors(2)
+        mirrors.servers[1].publish("a.bin", bytes: FetchEngineHarness.bytes(200_000))
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": [mirrors.urls[1]]])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+        #expect(Self.sourcesSettle(file))
+        let states = file.sourceStatuses
+        #expect(states.map(\.state) == [.ok, .dropped], "\(states)")
+        #expect(states[1].reason?.contains("size is 200000 bytes") == true, "\(states)")
+        // Without the first source, the file still fails rather than take the other copy's bytes.
+        mirrors.servers[0].remove("a.bin")
+        _ = engine.catalog.evict(entries: [engine.entry("a.bin")])
+        #expect(try engine.read(file, 0..<4096).error != nil)
+        #expect(mirrors.gets(1).isEmpty, "no range was asked of the copy of another size")
+    }
+
+    @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {
+        let mirrors = try Mirrors(3)
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
+        #expect(Self.sourcesSettle(file))
+        mirrors.servers[0].remove("a.bin")
+        mirrors.servers[1].inject(.status(500), times: 100, for: "a.bin", method: "GET")
+        _ = mirrors.servers[2].stop()
+        let started = Date()
+        let error = try #require(try engine.read(file, 65_536..<131_072).error)
+        #expect(Date().timeIntervalSince(started) < 5)
+        guard case .sourcesFailed = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        for (url, why) in zip(mirrors.urls, ["dropped: HTTP status 404", "HTTP status 500", "failing:"]) {
+            #expect(error.description.contains(url.absoluteString), "\(error)")
+            #expect(error.description.contains(why), "\(why) in \(error)")
+        }
+        #expect(FilesystemError(.fetch(error)).errno == EIO)
+        #expect(file.snapshot.cachedBytes <= 65_536, "nothing of the failed block is counted: \(file.snapshot)")
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096), "what was fetched stays readable")
+    }
+}

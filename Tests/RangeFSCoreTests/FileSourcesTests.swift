@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// The choice among a file's sources and their backoff, with no server and no clock: the
+/// sources alone (`FileSources`), then the plan sending a transfer's attempts to them.
+@Suite("File sources")
+struct FileSourcesTests {
+    typealias Fixture = PlanFixture
+    static let mirrors = [Fixture.mirror, Fixture.otherMirror]
+    static let policy = FetchPolicy()
+
+    /// Three sources of a file of `size` bytes, each answered by its probe with its own validator.
+    static func probedSources(size: UInt64 = 4 * Fixture.block) -> FileSources {
+        var sources = FileSources(origin: Fixture.origin, mirrors: mirrors,
+                                  stored: FetchSource(location: nil, validator: Fixture.validator))
+        #expect(sources.takeUnprobed() == [1, 2])
+        for index in [1, 2] {
+            let info = RemoteFileInfo(size: size, validator: RemoteValidator(etag: "\"m\(index)\"", lastModified: nil), modified: nil)
+            #expect(sources.probed(index, .success(info), fileSize: size, origin: Fixture.origin,
+                                   now: Fixture.start, policy: policy) == .usable)
+        }
+        return sources
+    }
+
+    @Test func theRecordBelongsToTheMirrorWhoseURLItNames() {
+        let stored = FetchSource(location: Fixture.otherMirror, validator: Fixture.validator)
+        var sources = FileSources(origin: Fixture.origin, mirrors: Self.mirrors, stored: stored)
+        #expect(sources.recorded == 2)
+        #expect(sources.takeUnprobed() == [0, 1])
+        let redirected = FetchSource(location: URL(string: "http://127.0.0.1/elsewhere/file.bin")!, validator: Fixture.validator)
+        #expect(FileSources(origin: Fixture.origin, mirrors: Self.mirrors, stored: redirected).recorded == 0,
+                "a redirect's target is the manifest URL's")
+    }
+
+    @Test func aProbedMirrorKeepsItsOwnValidatorAndGoesToItsOwnPlace() {
+        let sources = Self.probedSources()
+        let mirror = sources.all[1].fetch
+        #expect(mirror?.validator.etag == "\"m1\"")
+        #expect(mirror?.requestURL(origin: Fixture.origin) == Fixture.mirror)
+        #expect(sources.all[0].fetch?.validator == Fixture.validator)
+    }
+
+    @Test func theBestSourceHasTheFewestFailuresThenTheBestRateThenComesFirst() {
+        var sources = Self.probedSources()
+        let now = Fixture.start
+        #expect(sources.best(now: now) == 0, "the manifest's order breaks ties")
+        sources.measured(2, bytesPerSecond: 2_000_000)
+        sources.measured(0, bytesPerSecond: 1_000_000)
+        #expect(sources.best(now: now) == 2, "then the fastest measured")
+        sources.backOff(2, after: .status(503), now: now, policy: Self.policy)
+        #expect(sources.best(now: now) == 0, "a source backing off is passed over")
+        let later = now + .seconds(60)
+        #expect(sources.best(now: later) == 0, "out of its backoff, its failure still ranks it last")
+        sources.succeeded(2)
+        #expect(sources.best(now: later) == 2)
+        #expect(sources.best(now: later, avoiding: 2) == 0, "a retry goes elsewhere when it can")
+    }
+
+    @Test func theBackoffGrowsWithEachFailureInARowAndASuccessEndsIt() {
+        var sources = Self.probedSources()
+        let now = Fixture.start
+        // Doubling with a jitter of ×0.5…×1.5: the third delay is always longer than the first.
+        let delays = (1...3).map { _ in sources.backOff(1, after: .transport("reset"), now: now, policy: Self.policy) }
+        #expect(delays[2] > delays[0], "\(delays)")
+        #expect(delays[2] >= Self.policy.retryBaseDelay * 2, "\(delays)")
+        #expect(!sources.isUsable(1, now: now + delays[2] - .milliseconds(1)))
+        #expect(sources.isUsable(1, now: now + delays[2]))
+        #expect(sources.nextRecovery() == now + delays[2])
+        let asked = sources.backOff(2, after: .status(503, retryAfter: .seconds(20)), now: now, policy: Self.policy)
+        #expect(asked >= .seconds(20), "a Retry-After longer than the backoff is honoured")
+        sources.succeeded(1)
+        #expect(sources.all[1].failures == 0 && sources.isUsable(1, now: now))
+    }
+
+    @Test func aMirrorOfAnotherSizeIsDroppedAndEveryDroppedSourceIsNamed() {
+        var sources = FileSources(origin: Fixture.origin, mirrors: Self.mirrors,
+                                  stored: FetchSource(location: nil, validator: Fixture.validator))
+        _ = sources.takeUnprobed()
+        let other = RemoteFileInfo(size: 1000, validator: Fixture.validator, modified: nil)
+        let outcome = sources.probed(1, .success(other), fileSize: 2000, origin: Fixture.origin, now: Fixture.start, policy: Self.policy)
+        #expect(outcome == .dropped("its size is 1000 bytes where the file has 2000"))
+        #expect(sources.probed(2, .failure(.status(404)), fileSize: 2000, origin: Fixture.origin,
+                               now: Fixture.start, policy: Self.policy) == .dropped("HTTP status 404"))
+        #expect(!sources.allDropped)
+        sources.drop(0, because: "HTTP status 410")
+        #expect(sources.allDropped)
+        #expect(sources.summary == "http://127.0.0.1/data/file.bin (dropped: HTTP status 410); "
+                + "http://127.0.0.1/mirror-a/file.bin (dropped: its size is 1000 bytes where the file has 2000); "
+                + "http://127.0.0.1/mirror-b/file.bin (dropped: HTTP status 404)")
+    }
+
+    @Test func aProbeThatKeepsFailingIsAskedAgainLaterThenDropped() {
+        var sources = FileSources(origin: Fixture.origin, mirrors: [Fixture.mirror],
+                                  stored: FetchSource(location: nil, validator: Fixture.validator))
+        _ = sources.takeUnprobed()
+        var outcomes: [FileSources.ProbeOutcome] = []
+        for _ in 1...Self.policy.maxAttempts {
+            outcomes.append(sources.probed(1, .failure(.transport("refused")), fileSize: 10, origin: Fixture.origin,
+                                           now: Fixture.start, policy: Self.policy))
+        }
+        #expect(outcomes.dropLast().allSatisfy { if case .probeAgain = $0 { true } else { false } }, "\(outcomes)")
+        #expect(outcomes.last == .dropped("refused"))
+        #expect(sources.takeUnprobed().isEmpty)
+    }
+
+    // MARK: The plan and its sources
+
+    /// A plan of a file of four blocks with two mirrors, both probed.
+    static func planWithMirrors() -> FilePlan {
+        var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 4 * Fixture.block, blockSize: Fixture.block),
+                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
+                            expectedSHA256: nil, source: FetchSource(location: nil, validator: Fixture.validator),
+                            mirrors: mirrors)
+        #expect(plan.read(0..<Fixture.block) == ["probe source 1", "probe source 2", "fetch #0 0..<65536", "wait #0"])
+        for index in [1, 2] {
+            let info = RemoteFileInfo(size: 4 * Fixture.block, validator: RemoteValidator(etag: "\"m\(index)\"", lastModified: nil), modified: nil)
+            #expect(Fixture.lines(plan.sourceProbed(index, .success(info), now: Fixture.start)).isEmpty)
+        }
+        return plan
+    }
+
+    static func requested(_ plan: inout FilePlan, _ id: Int, at elapsed: Duration = .zero) -> URL? {
+        guard case .request(let source) = plan.beginAttempt(id, now: Fixture.start + elapsed) else { return nil }
+        return source.requestURL(origin: Fixture.origin)
+    }
+
+    @Test func aTransientFailureSendsTheRestToAnotherSourceAtOnce() {
+        var plan = Self.planWithMirrors()
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        #expect(plan.write(0, 0..<1000) == [])
+        #expect(plan.end(0, .failure(.status(503))) == ["log warning", "retry #0 1000..<65536"])
+        #expect(Self.requested(&plan, 0) == Fixture.mirror, "the retry goes to the next source")
+        #expect(plan.end(0, .failure(.transport("reset"))) == ["log warning", "retry #0 1000..<65536"])
+        #expect(Self.requested(&plan, 0) == Fixture.otherMirror)
+        #expect(plan.write(0, 1000..<65536) == ["answer 0..<65536", "cached 65536"])
+        #expect(plan.end(0, .success(())) == ["commit"])
+        #expect(plan.sources.all.map(\.failures) == [1, 1, 0])
+    }
+
+    @Test func transfersWaitForAProbeWhenNoSourceIsUsable() {
+        var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 4 * Fixture.block, blockSize: Fixture.block),
+                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
+                            expectedSHA256: nil, source: FetchSource(location: Fixture.mirror, validator: Fixture.validator),
+                            mirrors: [Fixture.mirror])
+        // The record is the mirror's: the manifest URL is asked about first.
+        #expect(plan.read(0..<Fixture.block) == ["probe source 0", "fetch #0 0..<65536", "wait #0"])
+        #expect(Self.requested(&plan, 0) == Fixture.mirror)
+        #expect(plan.end(0, .failure(.status(404))) == ["log warning"], "parked: the manifest URL is not probed yet")
+        #expect(plan.transfers[0]?.parked == true)
+        let info = RemoteFileInfo(size: 4 * Fixture.block, validator: Fixture.validator, modified: nil)
+        #expect(Fixture.lines(plan.sourceProbed(0, .success(info), now: Fixture.start)) == ["retry #0 0..<65536"])
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+    }
+
+    @Test func aSourceWhoseCopyChangedIsDroppedAndItsUnsettledBytesForgotten() {
+        var plan = Self.planWithMirrors()
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        #expect(plan.write(0, 0..<Fixture.block) == ["answer 0..<65536", "cached 65536"])
+        #expect(plan.end(0, .success(())) == ["commit"])
+        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        #expect(Self.requested(&plan, 1) == Fixture.origin)
+        #expect(plan.end(1, .failure(.changed("ETag is no longer \"v1\""))) == ["log warning", "cached -65536", "retry #1 65536..<131072"],
+                "block 0 came from the changed copy and was not durable yet")
+        #expect(!plan.available.contains(0))
+        #expect(plan.sources.statuses(now: Fixture.start).map(\.state) == [.dropped, .ok, .ok])
+        #expect(Self.requested(&plan, 1) == Fixture.mirror)
+    }
+
+    @Test func bytesMadeDurableAreKeptWhenTheirSourceIsDroppedLater() {
+        var plan = Self.planWithMirrors()
+        _ = Self.requested(&plan, 0)
+        _ = plan.write(0, 0..<Fixture.block)
+        _ = plan.end(0, .success(()))
+        let (snapshot, _, _) = plan.commitStarting()
+        plan.committed(snapshot, complete: false)
+        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        _ = Self.requested(&plan, 1)
+        #expect(plan.end(1, .failure(.changed("size was 262144, now 5"))) == ["log warning", "retry #1 65536..<131072"])
+        #expect(plan.available.contains(0))
+    }
+
+    @Test func whenEverySourceIsDroppedTheReadersFailNamingThemAndCachedBytesStayReadable() {
+        var plan = Self.planWithMirrors()
+        _ = Self.requested(&plan, 0)
+        _ = plan.write(0, 0..<Fixture.block)
+        _ = plan.end(0, .success(()))
+        let (snapshot, _, _) = plan.commitStarting()
+        plan.committed(snapshot, complete: false)
+        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        for expected in [Fixture.origin, Fixture.mirror] {
+            #expect(Self.requested(&plan, 1) == expected)
+            #expect(plan.end(1, .failure(.status(404))) == ["log warning", "retry #1 65536..<131072"])
+        }
+        #expect(Self.requested(&plan, 1) == Fixture.otherMirror)
+        let last = plan.end(1, .failure(.status(410)))
+        #expect(last == ["log warning", "log error", "fail \(Fixture.name): no source serves it: \(plan.sources.summary)"], "\(last)")
+        #expect(plan.sources.summary.contains("mirror-b/file.bin (dropped: HTTP status 410)"))
+        #expect(plan.read(0..<4096) == ["answer 0..<4096"])
+        #expect(plan.read(3 * Fixture.block..<(4 * Fixture.block)) == ["fail \(Fixture.name): no source serves it: \(plan.sources.summary)"])
+        #expect(!plan.wantsBackgroundWork)
+    }
+
+    @Test func aFileWithOneURLKeepsItsUsualRetries() {
+        var plan = Fixture.plan(size: 4 * Fixture.block)
+        #expect(plan.read(0..<Fixture.block) == ["fetch #0 0..<65536", "wait #0"])
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        #expect(plan.end(0, .failure(.status(503))) == ["log warning", "retry #0 0..<65536"])
+        #expect(plan.sources.all[0].failures == 0, "one source is not ranked or backed off")
+        #expect(plan.end(0, .failure(.status(404))) == ["log error", "fail \(Fixture.name): HTTP status 404"])
+    }
+}
