@@ -28,8 +28,10 @@ extension FilePlan {
         let dropped = cachedBytes(of: available) - cachedBytes(of: durable)
         available = durable
         partial = [:]
-        // What no block holds any more needs no forgetting if its source's copy turns out to differ.
+        // What no block holds any more needs no forgetting if its source's copy turns out to
+        // differ, and no piece check is about the bytes still there.
         sources.settle { _ in true }
+        forgetPieceChecks()
         let actions: [Action]
         if outOfSpace {
             waitingForSpace = true
@@ -60,6 +62,7 @@ extension FilePlan {
         available = BlockBitmap(blockCount: layout.blockCount)
         durable = available
         partial = [:]
+        forgetPieceChecks()
     }
 
     /// Forgets every block unless a reader, a transfer or a commit uses the file; returns the
