@@ -112,6 +112,12 @@ struct EngineMirrorTests {
         let states = file.sourceStatuses
         #expect(states.map(\.state) == [.ok, .dropped], "\(states)")
         #expect(states[1].reason?.contains("size is 200000 bytes") == true, "\(states)")
+        // `rangefs status` and the file's attribute say the same.
+        let status = engine.mount.fileStatus(ofEntry: engine.entry("a.bin"))
+        #expect(status.sources == states)
+        let lines = try #require(ExtendedAttributes.ofFile(status)["user.rangefs.sources"]).split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("\(mirrors.urls[0].absoluteString) ok"), "\(lines)")
+        #expect(lines[1] == "\(mirrors.urls[1].absoluteString) dropped: its size is 200000 bytes where the file has 262144")
         // Without the first source, the file still fails rather than take the other copy's bytes.
         mirrors.servers[0].remove("a.bin")
         _ = engine.catalog.evict(entries: [engine.entry("a.bin")])
