@@ -83,10 +83,14 @@ struct EnginePieceTests {
         #expect(file.snapshot.lastFailure == nil)
     }
 
+    /// One server publishing `bytes` as `a.bin`, whose piece hashes are those of `data`.
+    static func engine(serving bytes: [UInt8]) throws -> FetchEngineHarness {
+        try FetchEngineHarness(files: ["a.bin": bytes],
+                               pieces: ["a.bin": try FetchEngineHarness.pieceHashes(of: data, pieceLength: pieceLength)])
+    }
+
     @Test func withOneSourceABadPieceFailsItsReadersAndTheGoodPiecesStayReadable() throws {
-        let engine = try FetchEngineHarness(
-            files: ["a.bin": Self.corrupted],
-            pieces: ["a.bin": try FetchEngineHarness.pieceHashes(of: Self.data, pieceLength: Self.pieceLength)])
+        let engine = try Self.engine(serving: Self.corrupted)
         let file = try #require(try engine.file("a.bin").value)
         #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
         let error = try #require(try engine.read(file, 200_000..<204_096).error)
@@ -100,10 +104,22 @@ struct EnginePieceTests {
         #expect(file.snapshot.cachedBytes == 131_072, "only the checked piece is cached: \(file.snapshot)")
     }
 
-    @Test func aReadOfAFewBytesFetchesTheirWholePiece() throws {
+    @Test func readsServedWithoutStoringAreCheckedToo() throws {
         let engine = try FetchEngineHarness(
-            files: ["a.bin": Self.data],
-            pieces: ["a.bin": try FetchEngineHarness.pieceHashes(of: Self.data, pieceLength: Self.pieceLength)])
+            files: ["a.bin": Self.corrupted],
+            pieces: ["a.bin": try FetchEngineHarness.pieceHashes(of: Self.data, pieceLength: Self.pieceLength)],
+            limits: CacheLimits(maxBytes: 4096))
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 300_000..<300_010).value == Self.slice(300_000..<300_010))
+        let error = try #require(try engine.read(file, 140_000..<140_010).error)
+        #expect(error.description.contains("piece 1 (bytes 131072-262143) does not match its sha-256"), "\(error)")
+        #expect(file.snapshot.cachedBytes == 0, "the cache has no room: nothing was stored")
+        #expect(engine.gets("a.bin").map(\.range) == ["bytes=262144-393215", "bytes=131072-262143"], "whole pieces")
+        #expect(engine.catalog.budget.status.readThroughBytes == 131_072)
+    }
+
+    @Test func aReadOfAFewBytesFetchesTheirWholePiece() throws {
+        let engine = try Self.engine(serving: Self.data)
         let file = try #require(try engine.file("a.bin").value)
         #expect(try engine.read(file, 300_000..<300_010).value == Self.slice(300_000..<300_010))
         let gets = engine.gets("a.bin")

@@ -185,9 +185,10 @@ public final class CachedFile: Sendable {
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
     func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
-        let source = state.withLock { $0.plan.preferredSource(now: .now) }
+        let (source, pieces) = state.withLock { ($0.plan.preferredSource(now: .now), $0.plan.pieces) }
         let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
-                                 fileSize: layout.fileSize, validator: source.validator, environment: environment, budget: budget)
+                                 fileSize: layout.fileSize, validator: source.validator, pieces: pieces,
+                                 environment: environment, budget: budget)
         reader.fetch(bytes, changed: { [self] why in
             update { $0.plan.remoteChanged(because: why) }
         }, completion: completion)

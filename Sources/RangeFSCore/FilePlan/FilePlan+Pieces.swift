@@ -9,9 +9,7 @@ import Foundation
 extension FilePlan {
     /// The pieces overlapping `bytes` (none without piece hashes).
     func pieceIndices(covering bytes: Range<UInt64>) -> Range<Int> {
-        guard let pieces, !bytes.isEmpty else { return 0..<0 }
-        let last = Int((bytes.upperBound - 1) / pieces.pieceLength)
-        return Int(bytes.lowerBound / pieces.pieceLength)..<min(last + 1, pieces.count)
+        pieces?.indices(covering: bytes, fileSize: layout.fileSize) ?? 0..<0
     }
 
     /// True when every piece overlapping `bytes` matched its hash (always without piece hashes).
@@ -30,11 +28,7 @@ extension FilePlan {
 
     /// `bytes` widened to whole pieces: what a reader must have fetched to be answered.
     func pieceAligned(_ bytes: Range<UInt64>) -> Range<UInt64> {
-        guard let pieces, !bytes.isEmpty else { return bytes }
-        let first = pieceIndices(covering: bytes)
-        guard let last = first.last else { return bytes }
-        return pieces.range(ofPiece: first.lowerBound, fileSize: layout.fileSize).lowerBound
-            ..< pieces.range(ofPiece: last, fileSize: layout.fileSize).upperBound
+        pieces?.aligned(bytes, fileSize: layout.fileSize) ?? bytes
     }
 
     /// The pieces around `bytes` (just written) whose bytes are all written now: each is hashed.
