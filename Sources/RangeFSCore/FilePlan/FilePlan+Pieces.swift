@@ -127,6 +127,7 @@ extension FilePlan {
         partial[block] = nil
         guard available.contains(block) else { return 0 }
         available.remove(block)
+        if committing { forgottenWhileCommitting.append(block) }
         return UInt64(blockBytes.count)
     }
 

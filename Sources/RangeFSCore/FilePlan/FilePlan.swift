@@ -66,6 +66,10 @@ struct FilePlan {
     var nextVerificationToken = 0
     /// The sources that wrote into each piece not checked yet: a bad piece is theirs.
     var pieceWriters: [Int: Set<Int>] = [:]
+    /// A commit is between `commitStarting` and its end: blocks forgotten meanwhile (a dropped
+    /// source's, a bad piece's) are taken out of what it made durable.
+    var committing = false
+    var forgottenWhileCommitting: [Int] = []
 
     init(url: URL, layout: BlockLayout, policy: FetchPolicy, blocks: BlockBitmap, complete: Bool,
          streamOnly: Bool, expectedSHA256: String?, source: FetchSource, mirrors: [URL] = [],
