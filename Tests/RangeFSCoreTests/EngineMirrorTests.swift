@@ -125,6 +125,19 @@ struct EngineMirrorTests {
         #expect(mirrors.gets(1).isEmpty, "no range was asked of the copy of another size")
     }
 
+    @Test func aFirstURLOfAnotherSizeThanTheManifestStatesIsPassedOverForTheSize() throws {
+        let mirrors = try Mirrors(2)
+        mirrors.servers[0].publish("a.bin", bytes: FetchEngineHarness.bytes(200_000))
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": [mirrors.urls[1]]], sizes: ["a.bin": UInt64(Self.data.count)])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(file.layout.fileSize == UInt64(Self.data.count), "the size of the copy the manifest describes")
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+        #expect(FilesystemHarness.eventually(timeout: 10) { file.sourceStatuses.map(\.state) == [.dropped, .ok] },
+                "\(file.sourceStatuses)")
+        #expect(mirrors.gets(0).isEmpty, "no range was asked of the copy of another size")
+    }
+
     @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {
         let mirrors = try Mirrors(3)
         let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],

@@ -43,10 +43,11 @@ final class FetchEngineHarness {
     /// `entries` (default: every published name, sorted), each at path = its name, or one per
     /// element of `paths` (path in the mount → published name; several paths may share a name).
     /// `urls` replaces an entry's URL (name → URL); `mirrors` gives it URLs after that one
-    /// (name → mirrors, best first); `pieces` its piece hashes; `sha256` gives an entry a checksum.
+    /// (name → mirrors, best first); `sizes` the size it states, `pieces` its piece hashes;
+    /// `sha256` gives an entry a checksum.
     convenience init(files: [String: [UInt8]], entries: [String]? = nil, paths: [(path: String, name: String)]? = nil,
-                     urls: [String: URL] = [:], mirrors: [String: [URL]] = [:], pieces: [String: PieceHashes] = [:],
-                     sha256: [String: String] = [:],
+                     urls: [String: URL] = [:], mirrors: [String: [URL]] = [:], sizes: [String: UInt64] = [:],
+                     pieces: [String: PieceHashes] = [:], sha256: [String: String] = [:],
                      policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
                      prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
                      statedSizesAreExact: Bool = false,
@@ -59,6 +60,7 @@ final class FetchEngineHarness {
                                       sha256: sha256[pair.name], line: line + 1)
             entry.mirrors = mirrors[pair.name] ?? []
             entry.pieces = pieces[pair.name]
+            entry.size = sizes[pair.name]
             return entry
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
