@@ -42,8 +42,9 @@ struct MountCommand: ParsableCommand {
         sha-256 pieces). A file with several URLs is read from the best one that works: each \
         mirror is asked for the file's size before its first range and dropped for that file when \
         it differs, one that fails rests while the others take its requests, and a file none of \
-        them serves fails with EIO naming each. Piece hashes are read and validated but not used \
-        yet. The format is detected from \
+        them serves fails with EIO naming each. Where piece hashes are given, a piece's bytes are \
+        shown to readers and kept only once they match, and a bad piece drops the source that \
+        served it and comes from another. The format is detected from \
         the file name's extension (.txt, .json, .yaml, .m3u8, .rss, .meta4, .metalink, ...), else \
         from the content; --format overrides it. A manifest fetched by URL uses the same --header, \
         --proxy and --ca-file as the files, and relative playlist entries resolve against its URL. \

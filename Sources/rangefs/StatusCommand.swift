@@ -11,7 +11,8 @@ struct StatusCommand: ParsableCommand {
         discussion: """
         One line per file: its state (remote, partial, complete, waiting for space, or failed \
         and why), the bytes cached out of its size, a progress bar and the current download \
-        rate; then the totals, whether background fetching is paused, and the cache's size, \
+        rate; below a file with mirrors, one line per source: ok and its measured rate, backing \
+        off and its last error, or dropped for that file and why; then the totals, whether background fetching is paused, and the cache's size, \
         the free space on its disk and the floor it keeps. --watch redraws until Ctrl-C or until the \
         mount goes away; --json prints the whole status for scripts.
 

@@ -169,6 +169,33 @@ func humanBytes(bytes: UInt64, expected: String) {
     #expect(try JSONDecoder().decode(MountStatus.self, from: Data(text.utf8)) == sample)
 }
 
+@Test func aFileWithMirrorsShowsEachSourceBelowItsRowInTheJSONAndInItsAttribute() throws {
+    var mirrored = file("iso/debian.iso", .partial, size: 40 * mebibyte, cached: 10 * mebibyte, rate: 2 * mebibyte)
+    mirrored.sources = [
+        SourceStatus(url: "https://a.example/debian.iso", state: .ok, reason: nil, bytesPerSecond: 2 * mebibyte),
+        SourceStatus(url: "https://b.example/debian.iso", state: .backingOff, reason: "HTTP status 503", bytesPerSecond: nil),
+        SourceStatus(url: "https://c.example/debian.iso", state: .dropped,
+                     reason: "its size is 1000 bytes where the file has 41943040", bytesPerSecond: nil),
+        SourceStatus(url: "https://d.example/debian.iso", state: .unknown, reason: nil, bytesPerSecond: nil),
+    ]
+    let status = mount([mirrored, file("plain.bin", .remote, size: 1)])
+    #expect(StatusReport.lines(status) == [
+        "iso/debian.iso  partial   10.0 MiB / 40.0 MiB  [#####---------------]  25%  2.0 MiB/s",
+        "    https://a.example/debian.iso ok 2.0 MiB/s",
+        "    https://b.example/debian.iso backing off: HTTP status 503",
+        "    https://c.example/debian.iso dropped: its size is 1000 bytes where the file has 41943040",
+        "    https://d.example/debian.iso not asked yet",
+        "plain.bin       remote         0 B /      1 B  [--------------------]   0%",
+        "total: 0/2 complete, 10.0 MiB / 40.0 MiB (24%), 2.0 MiB/s",
+    ])
+    let json = StatusReport.json(status)
+    #expect(json.contains("\"state\" : \"backing off\""), "\(json)")
+    #expect(try JSONDecoder().decode(MountStatus.self, from: Data(json.utf8)) == status)
+    let attributes = ExtendedAttributes.ofFile(mirrored)
+    #expect(attributes["user.rangefs.sources"] == mirrored.sources!.map { $0.summary + "\n" }.joined())
+    #expect(ExtendedAttributes.ofFile(status.files[1])["user.rangefs.sources"] == nil, "a file with one URL has none")
+}
+
 // MARK: - The control socket
 
 @Test func statusRoundTrip() throws {

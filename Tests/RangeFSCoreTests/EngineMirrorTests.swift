@@ -112,11 +112,30 @@ struct EngineMirrorTests {
         let states = file.sourceStatuses
         #expect(states.map(\.state) == [.ok, .dropped], "\(states)")
         #expect(states[1].reason?.contains("size is 200000 bytes") == true, "\(states)")
+        // `rangefs status` and the file's attribute say the same.
+        let status = engine.mount.fileStatus(ofEntry: engine.entry("a.bin"))
+        #expect(status.sources == states)
+        let lines = try #require(ExtendedAttributes.ofFile(status)["user.rangefs.sources"]).split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("\(mirrors.urls[0].absoluteString) ok"), "\(lines)")
+        #expect(lines[1] == "\(mirrors.urls[1].absoluteString) dropped: its size is 200000 bytes where the file has 262144")
         // Without the first source, the file still fails rather than take the other copy's bytes.
         mirrors.servers[0].remove("a.bin")
         _ = engine.catalog.evict(entries: [engine.entry("a.bin")])
         #expect(try engine.read(file, 0..<4096).error != nil)
         #expect(mirrors.gets(1).isEmpty, "no range was asked of the copy of another size")
+    }
+
+    @Test func aFirstURLOfAnotherSizeThanTheManifestStatesIsPassedOverForTheSize() throws {
+        let mirrors = try Mirrors(2)
+        mirrors.servers[0].publish("a.bin", bytes: FetchEngineHarness.bytes(200_000))
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": [mirrors.urls[1]]], sizes: ["a.bin": UInt64(Self.data.count)])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(file.layout.fileSize == UInt64(Self.data.count), "the size of the copy the manifest describes")
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+        #expect(FilesystemHarness.eventually(timeout: 10) { file.sourceStatuses.map(\.state) == [.dropped, .ok] },
+                "\(file.sourceStatuses)")
+        #expect(mirrors.gets(0).isEmpty, "no range was asked of the copy of another size")
     }
 
     @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {

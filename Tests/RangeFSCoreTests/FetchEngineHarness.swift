@@ -43,9 +43,11 @@ final class FetchEngineHarness {
     /// `entries` (default: every published name, sorted), each at path = its name, or one per
     /// element of `paths` (path in the mount → published name; several paths may share a name).
     /// `urls` replaces an entry's URL (name → URL); `mirrors` gives it URLs after that one
-    /// (name → mirrors, best first); `sha256` gives an entry a checksum.
+    /// (name → mirrors, best first); `sizes` the size it states, `pieces` its piece hashes;
+    /// `sha256` gives an entry a checksum.
     convenience init(files: [String: [UInt8]], entries: [String]? = nil, paths: [(path: String, name: String)]? = nil,
-                     urls: [String: URL] = [:], mirrors: [String: [URL]] = [:], sha256: [String: String] = [:],
+                     urls: [String: URL] = [:], mirrors: [String: [URL]] = [:], sizes: [String: UInt64] = [:],
+                     pieces: [String: PieceHashes] = [:], sha256: [String: String] = [:],
                      policy: FetchPolicy = FetchEngineHarness.quickPolicy, limits: CacheLimits = CacheLimits(),
                      prefetch: Prefetcher.Configuration = FetchEngineHarness.idlePrefetch,
                      statedSizesAreExact: Bool = false,
@@ -57,6 +59,8 @@ final class FetchEngineHarness {
             var entry = ManifestEntry(path: try EntryPath(validating: pair.path), url: urls[pair.name] ?? server.url(pair.name),
                                       sha256: sha256[pair.name], line: line + 1)
             entry.mirrors = mirrors[pair.name] ?? []
+            entry.pieces = pieces[pair.name]
+            entry.size = sizes[pair.name]
             return entry
         }
         try self.init(server: server, cachePath: NSTemporaryDirectory() + "rangefs-engine-\(UUID().uuidString.prefix(8))",
@@ -162,6 +166,14 @@ final class FetchEngineHarness {
         let file = try DataFile(path: path, size: UInt64(bytes.count))
         try bytes.withUnsafeBytes { try file.write($0, at: 0) }
         return try file.sha256(size: UInt64(bytes.count))
+    }
+
+    /// The SHA-256 of each `pieceLength` bytes of `bytes`, as a manifest states them.
+    static func pieceHashes(of bytes: [UInt8], pieceLength: Int) throws -> PieceHashes {
+        let hexDigests = try stride(from: 0, to: bytes.count, by: pieceLength).map { start in
+            try sha256(of: Array(bytes[start..<min(bytes.count, start + pieceLength)]))
+        }
+        return PieceHashes(pieceLength: UInt64(pieceLength), hexDigests: hexDigests)!
     }
 
     /// `count` bytes that differ from block to block and from `seed` to `seed`.

@@ -42,6 +42,7 @@ enum PlanFixture {
             case .rangesIgnored: "ranges ignored"
             case .findSource: "find source"
             case .saveSource(let source): "save source \(source.location?.absoluteString ?? "origin")"
+            case .verifyPiece(let index, let bytes, _, let token): "verify piece \(index) \(bytes) #\(token)"
             case .probeSource(let index, _, let delay): "probe source \(index)" + (delay > .zero ? " later" : "")
             case .cachedBytes(let delta): "cached \(delta)"
             case .release(let bytes): "release \(bytes)"

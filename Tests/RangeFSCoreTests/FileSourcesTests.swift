@@ -180,6 +180,27 @@ struct FileSourcesTests {
         #expect(plan.available.contains(0))
     }
 
+    @Test func blocksOfACopyFoundToDifferWhileTheirCommitRunsAreNotKept() {
+        var plan = Self.planWithMirrors()
+        _ = Self.requested(&plan, 0)
+        _ = plan.write(0, 0..<Fixture.block)
+        _ = plan.end(0, .success(()))
+        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        _ = Self.requested(&plan, 1)
+        let (snapshot, _, _) = plan.commitStarting()
+        #expect(snapshot.contains(0))
+        // The commit syncs and stores block 0 while the same source's next reply shows another copy.
+        _ = plan.end(1, .failure(.changed("ETag is no longer \"v1\"")))
+        let corrected = plan.committed(snapshot, complete: false)
+        #expect(corrected.map { !$0.contains(0) } == true, "the database is told again, without block 0")
+        #expect(!plan.durable.contains(0) && !plan.available.contains(0))
+        var unrelated = Self.planWithMirrors()
+        _ = Self.requested(&unrelated, 0)
+        _ = unrelated.write(0, 0..<Fixture.block)
+        let (kept, _, _) = unrelated.commitStarting()
+        #expect(unrelated.committed(kept, complete: false) == nil, "nothing forgotten, nothing to correct")
+    }
+
     @Test func whenEverySourceIsDroppedTheReadersFailNamingThemAndCachedBytesStayReadable() {
         var plan = Self.planWithMirrors()
         _ = Self.requested(&plan, 0)

@@ -167,7 +167,8 @@ public final class FileCatalog: Sendable {
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
                                       cachedBytesChanged: { [eviction] delta in eviction.cachedBytesChanged(by: delta) },
                                       makeRoom: { [eviction] bytes in eviction.makeRoom(forRead: bytes) })
-        return CachedFile(record: record, url: entry.url, mirrors: entry.mirrors, headers: entry.headers, expectedSHA256: entry.sha256,
+        return CachedFile(record: record, url: entry.url, mirrors: entry.mirrors, pieces: entry.pieces,
+                          headers: entry.headers, expectedSHA256: entry.sha256,
                           environment: environment, budget: eviction.budget, serverIgnoresRanges: ignoresRanges, events: events)
     }
 

@@ -169,14 +169,27 @@ final class SizeDiscovery: Sendable {
     // MARK: Probing
 
     /// Asks the entry's URL number `source` (its URL, then its mirrors in turn while each
-    /// fails for good) for the size and validator.
+    /// fails for good, or has another size than the manifest states) for the size and validator.
     private func probe(_ entry: ManifestEntry, index: Int, source: Int = 0, attempt: Int = 1) {
         let urls = entry.urls
         let target = urls[source]
         // The manifest's credentials do not go to a mirror on another server.
         let headers = FetchSource(location: source == 0 ? nil : target, validator: RemoteValidator(etag: nil, lastModified: nil))
             .requestHeaders(entry.headers, origin: entry.url)
-        environment.client.probe(url: target, headers: headers) { [self] result in
+        environment.client.probe(url: target, headers: headers) { [self] answer in
+            var result = answer
+            // Among mirrors, one whose copy has another size than the manifest states is not the
+            // file (its piece hashes could never match): the next one is asked.
+            if urls.count > 1, let stated = entry.size, case .success(let info) = answer, info.size != stated {
+                result = .failure(.protocolViolation("its size is \(info.size) bytes where the manifest states \(stated)"))
+            }
+            if case .failure(let error) = result, case .success = answer {
+                if source + 1 < urls.count {
+                    environment.logger.warning("\(entry.url.redactedForDisplay): \(target.redactedForDisplay) \(error); asking \(urls[source + 1].redactedForDisplay)")
+                    return probe(entry, index: index, source: source + 1)
+                }
+                return finishProbe(of: entry, index: index, with: result)
+            }
             if case .failure(let error) = result, let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
                 environment.logger.debug("size of \(target.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in

@@ -66,9 +66,12 @@ public struct FileStatus: Codable, Sendable, Equatable {
     public var bytesPerSecond: UInt64
     /// Why the last attempt failed, when `state` is `failed`.
     public var failure: String?
+    /// For a file with mirrors, each of its sources (its URL first) and how it is doing; nil
+    /// for a file with one URL.
+    public var sources: [SourceStatus]?
 
     public init(path: String, url: String, state: CacheState, size: UInt64?, cachedBytes: UInt64,
-                bytesPerSecond: UInt64, failure: String?) {
+                bytesPerSecond: UInt64, failure: String?, sources: [SourceStatus]? = nil) {
         self.path = path
         self.url = url
         self.state = state
@@ -76,6 +79,7 @@ public struct FileStatus: Codable, Sendable, Equatable {
         self.cachedBytes = cachedBytes
         self.bytesPerSecond = bytesPerSecond
         self.failure = failure
+        self.sources = sources
     }
 }
 

@@ -133,12 +133,17 @@ public final class RunningMount: MountControl {
         let url = entry.url.redactedForDisplay
         guard let file = catalog.knownFile(forEntry: index) else {
             let failure = catalog.probeFailure(forEntry: index)
+            // Nothing is known of the mirrors before the file's size is.
+            let sources = entry.mirrors.isEmpty ? nil : entry.urls.map {
+                SourceStatus(url: $0.redactedForDisplay, state: .unknown, reason: nil, bytesPerSecond: nil)
+            }
             return FileStatus(path: path, url: url, state: failure == nil ? .remote : .failed,
-                              size: nil, cachedBytes: 0, bytesPerSecond: 0, failure: failure)
+                              size: nil, cachedBytes: 0, bytesPerSecond: 0, failure: failure, sources: sources)
         }
         let snapshot = file.snapshot
         return FileStatus(path: path, url: url, state: snapshot.state, size: snapshot.size,
                           cachedBytes: snapshot.cachedBytes, bytesPerSecond: snapshot.bytesPerSecond,
-                          failure: snapshot.state == .failed ? snapshot.lastFailure : nil)
+                          failure: snapshot.state == .failed ? snapshot.lastFailure : nil,
+                          sources: entry.mirrors.isEmpty ? nil : file.sourceStatuses)
     }
 }

@@ -23,9 +23,14 @@ extension CachedFile {
             }
             try environment.store.commitBlocks(url: url.absoluteString, bitmap: snapshot.serialized,
                                                state: complete ? .complete : .partial)
-            state.withLock { state in
-                state.plan.committed(snapshot, complete: complete)
-                closeIfIdle(&state)
+            let corrected = state.withLock { state in
+                defer { closeIfIdle(&state) }
+                return state.plan.committed(snapshot, complete: complete)
+            }
+            if let corrected {
+                // A source's copy turned out to differ while this commit ran: its blocks go again.
+                try environment.store.commitBlocks(url: url.absoluteString, bitmap: corrected.serialized, state: .partial)
+                return
             }
             if complete {
                 environment.logger.info("complete: \(url.redactedForDisplay) (\(layout.fileSize) bytes)")

@@ -107,3 +107,24 @@ extension CachedFile {
         }
     }
 }
+
+// MARK: Piece hashes
+
+extension CachedFile {
+    /// Hashes piece `index` (at `bytes` in the data file) off the transfer thread and hands the
+    /// plan what it found (`FilePlan.pieceChecked`). The plan keeps the file open meanwhile
+    /// (`isIdle`), and no transfer writes into a piece being checked: its bytes are all written.
+    func verifyPiece(_ index: Int, _ bytes: Range<UInt64>, expected: [UInt8], token: Int, in file: DataFile?) {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let check: FilePlan.PieceCheck
+            do {
+                guard let file else { throw CacheError("its cache file is closed") }
+                let digest = try file.sha256Digest(of: bytes)
+                check = digest == expected ? .matched : .mismatched(digest.map { String(format: "%02x", $0) }.joined())
+            } catch {
+                check = .unreadable("\(error)")
+            }
+            update { $0.plan.pieceChecked(index, token: token, check, now: .now) }
+        }
+    }
+}

@@ -39,8 +39,10 @@ public final class CachedFile: Sendable {
         var dataFile: DataFile?
     }
 
-    /// `mirrors`: the file's other URLs after `url`, best first (`FileSources`).
-    init(record: CachedFileRecord, url: URL, mirrors: [URL] = [], headers: [String: String], expectedSHA256: String? = nil,
+    /// `mirrors`: the file's other URLs after `url`, best first (`FileSources`); `pieces`: the
+    /// manifest's piece hashes, each piece checked before its bytes are shown (`FilePlan+Pieces`).
+    init(record: CachedFileRecord, url: URL, mirrors: [URL] = [], pieces: PieceHashes? = nil,
+         headers: [String: String], expectedSHA256: String? = nil,
          environment: FetchEnvironment, budget: CacheBudget, serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
         self.headers = headers
@@ -52,10 +54,16 @@ public final class CachedFile: Sendable {
         modified = record.modified.map { Date(timeIntervalSince1970: $0) }
         let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
         let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
+        var pieces = pieces
+        if let given = pieces, UInt64(given.count) != PieceHashes.count(forSize: record.size, pieceLength: given.pieceLength) {
+            // Hashes for another size can never match: the whole-file sha256, if any, still checks.
+            environment.logger.warning("\(url.redactedForDisplay): the manifest's \(given.count) piece hashes of \(given.pieceLength) bytes do not fit its size of \(record.size) bytes; they are not used")
+            pieces = nil
+        }
         let plan = FilePlan(url: url, layout: layout, policy: environment.policy, blocks: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
                             streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256, source: record.source,
-                            mirrors: mirrors)
+                            mirrors: mirrors, pieces: pieces)
         state = Mutex(State(plan: plan))
         // A process killed between removing the data (eviction) and updating the record leaves
         // blocks listed whose bytes are gone: the file must not pass for complete meanwhile.
@@ -177,9 +185,10 @@ public final class CachedFile: Sendable {
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
     func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
-        let source = state.withLock { $0.plan.preferredSource(now: .now) }
+        let (source, pieces) = state.withLock { ($0.plan.preferredSource(now: .now), $0.plan.pieces) }
         let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
-                                 fileSize: layout.fileSize, validator: source.validator, environment: environment, budget: budget)
+                                 fileSize: layout.fileSize, validator: source.validator, pieces: pieces,
+                                 environment: environment, budget: budget)
         reader.fetch(bytes, changed: { [self] why in
             update { $0.plan.remoteChanged(because: why) }
         }, completion: completion)
@@ -259,6 +268,8 @@ public final class CachedFile: Sendable {
                 environment.client.probe(url: url, headers: headers) { [self] result in
                     update { $0.plan.sourceFound(result) }
                 }
+            case .verifyPiece(let index, let bytes, let expected, let token):
+                verifyPiece(index, bytes, expected: expected, token: token, in: file)
             case .probeSource(let index, let target, let delay):
                 probeSource(index, at: target, after: delay)
             case .saveSource(let source):

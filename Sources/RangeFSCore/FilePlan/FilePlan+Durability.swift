@@ -8,15 +8,25 @@ extension FilePlan {
     mutating func commitStarting() -> (available: BlockBitmap, durable: BlockBitmap, invalidated: Bool) {
         commitScheduled = false
         uncommittedBytes = 0
+        committing = invalidated == nil && available != durable
+        forgottenWhileCommitting = []
         return (available, durable, invalidated != nil)
     }
 
     /// The blocks of `snapshot` are synced and in the database; `complete` once it holds them all.
-    mutating func committed(_ snapshot: BlockBitmap, complete: Bool) {
-        durable = snapshot
-        self.complete = complete
-        sources.settle { bytes in layout.blocks(covering: bytes).allSatisfy(snapshot.contains) }
-        if complete { waitingForSpace = false }
+    /// Returns the bitmap the database must hold instead when blocks of `snapshot` were forgotten
+    /// meanwhile (their source's copy differed): they are not kept.
+    @discardableResult
+    mutating func committed(_ snapshot: BlockBitmap, complete: Bool) -> BlockBitmap? {
+        var trusted = snapshot
+        for block in forgottenWhileCommitting { trusted.remove(block) }
+        committing = false
+        forgottenWhileCommitting = []
+        durable = trusted
+        self.complete = complete && trusted == snapshot
+        if self.complete { waitingForSpace = false }
+        sources.settle { bytes in layout.blocks(covering: bytes).allSatisfy(trusted.contains) }
+        return trusted == snapshot ? nil : trusted
     }
 
     /// A commit failed: only what is durable is trusted, so those blocks are fetched again
@@ -28,8 +38,12 @@ extension FilePlan {
         let dropped = cachedBytes(of: available) - cachedBytes(of: durable)
         available = durable
         partial = [:]
-        // What no block holds any more needs no forgetting if its source's copy turns out to differ.
+        committing = false
+        forgottenWhileCommitting = []
+        // What no block holds any more needs no forgetting if its source's copy turns out to
+        // differ, and no piece check is about the bytes still there.
         sources.settle { _ in true }
+        forgetPieceChecks()
         let actions: [Action]
         if outOfSpace {
             waitingForSpace = true
@@ -60,6 +74,7 @@ extension FilePlan {
         available = BlockBitmap(blockCount: layout.blockCount)
         durable = available
         partial = [:]
+        forgetPieceChecks()
     }
 
     /// Forgets every block unless a reader, a transfer or a commit uses the file; returns the

@@ -25,8 +25,10 @@ extension FilePlan {
         if readAhead == 0, let sparse = planSparseRead(bytes) {
             actions += sparse
         } else {
-            let end = readAheadEnd(after: bytes.upperBound, window: readAhead) ?? bytes.upperBound
-            actions += planTransfers(covering: bytes.lowerBound..<end, readerNeedsUntil: bytes.upperBound, now: now,
+            // With piece hashes a reader is answered once its whole pieces are here and checked.
+            let needed = pieceAligned(bytes)
+            let end = max(readAheadEnd(after: bytes.upperBound, window: readAhead) ?? needed.upperBound, needed.upperBound)
+            actions += planTransfers(covering: needed.lowerBound..<end, readerNeedsUntil: needed.upperBound, now: now,
                                     hostBytesPerSecond: hostBytesPerSecond)
         }
         if isAvailable(bytes) {
@@ -101,7 +103,8 @@ extension FilePlan {
     /// a sixteenth of its bytes from such reads, the reader keeps coming back there and the
     /// usual path fetches the rest of the block. Returns nil when the usual path should run.
     mutating func planSparseRead(_ bytes: Range<UInt64>) -> [Action]? {
-        guard !streamOnly, !bytes.isEmpty else { return nil }
+        // Pages alone never complete a piece to check: with piece hashes, whole pieces are fetched.
+        guard !streamOnly, !bytes.isEmpty, pieces == nil else { return nil }
         let blocks = layout.blocks(covering: bytes)
         let blockBytes = layout.byteRange(ofBlocks: blocks)
         guard blocks.allSatisfy({ !available.contains($0) }),

@@ -122,10 +122,13 @@ extension FilePlan {
         FetchError(name, .sourcesFailed(sources.summary))
     }
 
-    /// Bytes of transfer `id` came from its source (a file with mirrors): its speed is measured,
-    /// and the bytes stay the source's until their blocks are durable.
+    /// Bytes of transfer `id` came from its source: the pieces they fall in are that source's
+    /// until checked; for a file with mirrors its speed is measured, and the bytes stay the
+    /// source's until their blocks are durable.
     mutating func sourceWrote(_ bytes: Range<UInt64>, by id: Int, now: ContinuousClock.Instant) {
-        guard !sources.isSingle, let transfer = transfers[id], let index = transfer.source else { return }
+        guard let transfer = transfers[id], let index = transfer.source else { return }
+        for piece in pieceIndices(covering: bytes) { pieceWriters[piece, default: []].insert(index) }
+        guard !sources.isSingle else { return }
         sources.wrote(bytes, from: index)
         if let speed = transfer.bytesPerSecond(at: now, policy: policy) { sources.measured(index, bytesPerSecond: speed) }
     }
@@ -179,7 +182,7 @@ extension FilePlan {
 
     /// Drops source `index` for this file, saying why; with `forgetBytes` (its copy differs),
     /// what it wrote that is not durable yet is forgotten, to be fetched again from another.
-    private mutating func dropSource(_ index: Int, because why: String, forgetBytes: Bool) -> [Action] {
+    mutating func dropSource(_ index: Int, because why: String, forgetBytes: Bool) -> [Action] {
         guard !sources.isDropped(index) else { return [] }
         sources.drop(index, because: why)
         return [droppedLine(index, why)] + (forgetBytes ? forgetUnsettledBytes(of: index) : [])
@@ -195,11 +198,7 @@ extension FilePlan {
         var forgotten: UInt64 = 0
         for range in sources.takeUnsettled(index) {
             for block in layout.blocks(covering: range) where !durable.contains(block) {
-                if available.contains(block) {
-                    available.remove(block)
-                    forgotten += UInt64(layout.byteRange(ofBlock: block).count)
-                }
-                partial[block] = nil
+                forgotten += forgetBlock(block)
             }
         }
         return forgotten > 0 ? [.cachedBytes(-Int64(forgotten))] : []

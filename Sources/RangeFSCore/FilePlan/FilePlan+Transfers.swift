@@ -26,7 +26,8 @@ extension FilePlan {
         sourceWrote(offset..<(offset + count), by: id, now: now)
         let added = recordWritten(offset..<(offset + count))
         uncommittedBytes += added
-        var actions = answerWaiters(overlapping: transfer.bytes)
+        var actions = piecesToVerify(touching: offset..<(offset + count))
+        actions += answerWaiters(overlapping: transfer.bytes)
         if added > 0 { actions.append(.cachedBytes(Int64(added))) }
         if uncommittedBytes >= policy.commitIntervalBytes, !commitScheduled {
             commitScheduled = true
@@ -41,7 +42,8 @@ extension FilePlan {
         for block in layout.blocks(covering: bytes) where !available.contains(block) {
             let blockBytes = layout.byteRange(ofBlock: block)
             let merged = ((partial[block] ?? []) + [bytes.clamped(to: blockBytes)]).merged()
-            if merged.count == 1, merged[0] == blockBytes {
+            // A whole block becomes available once every piece it holds part of matched its hash.
+            if merged.count == 1, merged[0] == blockBytes, piecesVerified(covering: blockBytes) {
                 available.insert(block)
                 partial[block] = nil
                 completed += UInt64(blockBytes.count)

@@ -74,7 +74,7 @@ extension FilePlan {
         guard invalidated == nil, !streamOnly else { return [] }
         var actions: [Action] = []
         for waiter in waiters {
-            for piece in missingPieces(of: pageAligned(waiter.bytes), allInFlight: true) {
+            for piece in missingPieces(of: pageAligned(pieceAligned(waiter.bytes)), allInFlight: true) {
                 actions.append(startPageTransfer(bytes: piece))
             }
         }

@@ -54,9 +54,26 @@ struct FilePlan {
     var awaitingSource: [Int: RemoteError] = [:]
     /// Background work on it stopped at the cache's limits; it goes on once there is room.
     var waitingForSpace = false
+    /// The SHA-256 of each piece, when the manifest gives them: a piece's bytes reach readers
+    /// and the bitmap only once they match (`FilePlan+Pieces`).
+    let pieces: PieceHashes?
+    /// Pieces hashed and found right whose blocks are not all available yet (a block waits for
+    /// every piece it holds part of).
+    var verifiedPieces: Set<Int> = []
+    /// Pieces being hashed, each with the token its answer must bring (an answer about bytes
+    /// forgotten since is ignored).
+    var verifyingPieces: [Int: Int] = [:]
+    var nextVerificationToken = 0
+    /// The sources that wrote into each piece not checked yet: a bad piece is theirs.
+    var pieceWriters: [Int: Set<Int>] = [:]
+    /// A commit is between `commitStarting` and its end: blocks forgotten meanwhile (a dropped
+    /// source's, a bad piece's) are taken out of what it made durable.
+    var committing = false
+    var forgottenWhileCommitting: [Int] = []
 
     init(url: URL, layout: BlockLayout, policy: FetchPolicy, blocks: BlockBitmap, complete: Bool,
-         streamOnly: Bool, expectedSHA256: String?, source: FetchSource, mirrors: [URL] = []) {
+         streamOnly: Bool, expectedSHA256: String?, source: FetchSource, mirrors: [URL] = [],
+         pieces: PieceHashes? = nil) {
         self.url = url
         self.layout = layout
         self.policy = policy
@@ -66,6 +83,7 @@ struct FilePlan {
         self.streamOnly = streamOnly
         self.expectedSHA256 = expectedSHA256?.lowercased()
         sources = FileSources(origin: url, mirrors: mirrors, stored: source)
+        self.pieces = pieces
     }
 
     /// The file's URL as logs and errors show it (no credentials).
@@ -135,6 +153,9 @@ struct FilePlan {
         case rangesIgnored
         /// Ask the manifest URL where the file is now (`sourceFound` decides what follows).
         case findSource
+        /// Hash the bytes of piece `index` in the data file and compare them with `expected`
+        /// (`pieceChecked` takes the answer, with `token`).
+        case verifyPiece(Int, Range<UInt64>, expected: [UInt8], token: Int)
         /// Remember the new source in the database.
         case saveSource(FetchSource)
         /// Ask source number `index` (`sources.all`), at its URL, for the file's size and
@@ -170,15 +191,22 @@ struct FilePlan {
         return bytes
     }
 
-    /// True when every byte is in the data file: in an available block, or already written
-    /// into a block that is still arriving.
+    /// True when every byte may be given to a reader: in an available block, or already
+    /// written into a block that is still arriving (where the manifest gives piece hashes,
+    /// only in pieces that matched theirs).
     func isAvailable(_ bytes: Range<UInt64>) -> Bool {
+        isWritten(bytes, checkingPieces: pieces != nil)
+    }
+
+    /// True when every byte is in the data file, checked against its piece hash or not.
+    func isWritten(_ bytes: Range<UInt64>, checkingPieces: Bool = false) -> Bool {
         for block in layout.blocks(covering: bytes) where !available.contains(block) {
             let needed = bytes.clamped(to: layout.byteRange(ofBlock: block))
             let written = partial[block] ?? []
             if !written.contains(where: { $0.lowerBound <= needed.lowerBound && needed.upperBound <= $0.upperBound }) {
                 return false
             }
+            if checkingPieces, !piecesVerified(covering: needed) { return false }
         }
         return true
     }
@@ -217,6 +245,6 @@ struct FilePlan {
 
     /// Nothing reads, writes or commits the data file: it may be closed (or dropped).
     var isIdle: Bool {
-        openHandles == 0 && transfers.isEmpty && waiters.isEmpty && !commitScheduled
+        openHandles == 0 && transfers.isEmpty && waiters.isEmpty && !commitScheduled && verifyingPieces.isEmpty
     }
 }

@@ -261,3 +261,16 @@ extension FileSources {
         }
     }
 }
+
+extension SourceStatus {
+    /// One line: `URL ok 1.2 MiB/s`, `URL backing off: HTTP status 503`, `URL dropped: why`,
+    /// `URL not asked yet` (status rows and the `user.rangefs.sources` attribute).
+    public var summary: String {
+        switch state {
+        case .ok: url + " ok" + (bytesPerSecond.flatMap { $0 > 0 ? " " + HumanBytes.rate($0) : nil } ?? "")
+        case .unknown: url + " not asked yet"
+        case .backingOff: url + " backing off" + (reason.map { ": " + $0 } ?? "")
+        case .dropped: url + " dropped" + (reason.map { ": " + $0 } ?? "")
+        }
+    }
+}

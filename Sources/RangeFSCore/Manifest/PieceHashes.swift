@@ -37,6 +37,20 @@ public struct PieceHashes: Sendable, Hashable {
         return start..<min(size, start + pieceLength)
     }
 
+    /// The pieces holding any of `bytes` in a file of `size` bytes.
+    public func indices(covering bytes: Range<UInt64>, fileSize size: UInt64) -> Range<Int> {
+        guard !bytes.isEmpty, bytes.lowerBound < size else { return 0..<0 }
+        let last = Int((min(bytes.upperBound, size) - 1) / pieceLength)
+        return Int(bytes.lowerBound / pieceLength)..<min(last + 1, count)
+    }
+
+    /// `bytes` widened to the whole pieces they fall in.
+    public func aligned(_ bytes: Range<UInt64>, fileSize size: UInt64) -> Range<UInt64> {
+        let indices = indices(covering: bytes, fileSize: size)
+        guard let last = indices.last else { return bytes }
+        return range(ofPiece: indices.lowerBound, fileSize: size).lowerBound..<range(ofPiece: last, fileSize: size).upperBound
+    }
+
     /// The 32 bytes of piece `index`'s SHA-256.
     public func digest(ofPiece index: Int) -> ArraySlice<UInt8> {
         digests[index * Self.digestBytes..<(index + 1) * Self.digestBytes]

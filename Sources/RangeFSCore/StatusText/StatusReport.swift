@@ -31,7 +31,7 @@ public enum StatusReport {
             pathWidth = min(longestPath, max(min(minimumPathWidth, longestPath), width - fixedWidth))
         }
 
-        var lines = rows.map { row -> String in
+        var lines = zip(rows, status.files).flatMap { row, file -> [String] in
             var line = pad(truncatingMiddle(row.path, to: pathWidth), to: pathWidth)
             line += "  " + pad(row.state, to: stateWidth)
             line += "  " + padLeft(row.present, to: presentWidth) + " / " + padLeft(row.total, to: totalWidth)
@@ -42,7 +42,8 @@ public enum StatusReport {
             } else if rateWidth > 0 {
                 line += "  " + padLeft(row.rate, to: rateWidth)
             }
-            return line
+            // A file with mirrors: one indented line per source below its row.
+            return [line] + (file.sources ?? []).map { "    " + StatusText.sanitized($0.summary) }
         }
         lines.append(totalsLine(status))
         return lines.map { line in
