@@ -92,7 +92,10 @@ struct EngineMirrorTests {
         #expect(mirrors.gets(0).count == 2, "one 503, then no more asked of it: \(mirrors.gets(0))")
         let second = mirrors.gets(1)
         #expect(second.first?.rangeStart == 65_536 && second.allSatisfy { $0.status == 206 }, "\(second)")
-        #expect(file.sourceStatuses.map(\.state) == [.backingOff, .ok], "\(file.sourceStatuses)")
+        // The 503's source rests for 125–375 ms (250 ms, jittered), which a loaded machine may
+        // outlast before this line: resting or rested, it is not dropped for a transient failure.
+        let states = file.sourceStatuses.map(\.state)
+        #expect([[.backingOff, .ok], [.ok, .ok]].contains(states), "\(file.sourceStatuses)")
     }
 
     @Test func aSourceDroppingMidBodyHandsTheRestToAnother() throws {

@@ -36,6 +36,15 @@ struct FilePlanPieceTests {
         #expect(plan.end(0, .success(())) == ["commit"])
     }
 
+    /// The reader waits for its whole piece: a held-back background transfer bringing the other
+    /// half of it must be raised, or the reader waits for work that waits for the reader.
+    @Test func aReaderRaisesTheBackgroundTransferBringingTheRestOfItsPiece() {
+        var plan = Self.plan()
+        #expect(Fixture.lines(plan.startBackgroundTransfer(Fixture.block..<(2 * Fixture.block), onFinish: { _ in }))
+                == ["fetch #0 65536..<131072 background"])
+        #expect(plan.read(0..<10) == ["fetch #1 0..<65536", "raise", "wait #0"])
+    }
+
     @Test func withOneSourceABadPieceFailsItsReadersAndIsForgotten() {
         var plan = Self.plan()
         #expect(plan.read(0..<4096) == ["fetch #0 0..<131072", "wait #0"])

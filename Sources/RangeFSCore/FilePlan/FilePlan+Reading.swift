@@ -37,8 +37,11 @@ extension FilePlan {
             let id = nextWaiterID
             nextWaiterID += 1
             waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
-            // A reader now waits on these transfers: none of them may be held back any more.
-            let blocks = layout.blocks(covering: bytes)
+            // A reader now waits on these transfers: none of them may be held back any more. With
+            // piece hashes it waits for its whole pieces, so also for the transfers bringing the
+            // rest of them: one held back there would hold the reader (and, as background work
+            // waits while a reader does, both) until the read's deadline.
+            let blocks = layout.blocks(covering: pieceAligned(bytes))
             for (id, transfer) in transfers where transfer.mayBeHeldBack && transfer.blocks.overlaps(blocks) {
                 transfers[id]?.mayBeHeldBack = false
                 actions.append(.raise(transfer.urgency))
