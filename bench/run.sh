@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
 # release mode, generates its data once into bench/data/ (gitignored), serves it with its
-# own nginx on 127.0.0.1, measures RangeFS against curl, the local disk, rclone and
-# httpdirfs, prints a table and rewrites docs/benchmarks.md and docs/benchmarks.png.
+# own nginx on 127.0.0.1, measures RangeFS against curl, the local disk, rclone,
+# httpdirfs and (for mirrors) aria2c, prints a table and rewrites docs/benchmarks.md and .png.
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM HUP
 
 # ------------------------------------------------------------------ packages
 scripts/install-deps.sh
-bench_packages=(fio sox rclone httpdirfs python3-matplotlib openssl coreutils)
+bench_packages=(fio sox rclone httpdirfs aria2 python3-matplotlib openssl coreutils)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
