@@ -56,6 +56,7 @@ WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory;
 MIRROR_PORTS = (18490, 18491, 18492)
 MIRROR_ROOT = DATA / "mirrors"
 MIRROR_FILE, MIRROR_SIZE, MIRROR_PIECE = "big256.bin", 256 * MiB, 4 * MiB
+MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 13 s
 
 
 class BenchError(Exception):
@@ -1607,7 +1608,7 @@ def rows_mirrors(ctx):
         for row in rows:
             na_others(row, "one URL per file: a Metalink's mirrors cannot be mounted")
     counts = {row.rid: [] for row in rows}      # per repeat: (who, [(requests, MiB sent) per mirror])
-    speeds = {row.rid: {} for row in rows}      # who -> MB/s of each repeat
+    speeds = {row.rid: {} for row in rows}      # who -> MB/s of each repeat (text), or why it failed
     stopped_names = []
 
     def marks():
@@ -1634,60 +1635,65 @@ def rows_mirrors(ctx):
             raise BenchError(f"curl of {rel} returned wrong bytes")
         return MIRROR_SIZE / median(times) / 1e6
 
-    def rangefs(row, prefetch, stop_half_way):
+    def repeated(row, who, once):
+        """Runs once() n times, each returning seconds; MB/s of each repeat, or why it failed,
+        and what each mirror served go in the row's note."""
         def measure():
             times = []
             for _ in range(n):
                 before = marks()
-                with mounted(ctx, "rangefs", "plain", prefetch=prefetch, source=metalink) as m:
-                    cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
-                    if stop_half_way:
-                        seconds, result, stopped = run_stopping_a_mirror(cmd, dd_progress, mirrors, 600)
-                        stopped_names.append(f"RangeFS: {stopped.name}")
-                    else:
-                        seconds, result = timed(cmd, 600)
-                    if dd_bytes(result) != MIRROR_SIZE:
-                        raise BenchError(f"read {dd_bytes(result)} bytes of {rel}, expected {MIRROR_SIZE}")
-                    verify(ctx, m.path(rel), rel)
-                    times.append(seconds)
-                counts[row.rid].append(("rangefs", served(before)))
-                restart_stopped()
-            speeds[row.rid]["RangeFS"] = [MIRROR_SIZE / t / 1e6 for t in times]
+                try:
+                    times.append(once())
+                    speeds[row.rid].setdefault(who, []).append(f"{MIRROR_SIZE / times[-1] / 1e6:.1f}")
+                except BenchError as error:
+                    speeds[row.rid].setdefault(who, []).append(f"failed ({error})")
+                    raise
+                finally:
+                    restart_stopped()
+                    counts[row.rid].append((who, served(before)))
             return MIRROR_SIZE / median(times) / 1e6
         return measure
 
-    def aria2c(row, stop_half_way):
-        def measure():
+    def rangefs(prefetch, stop_half_way):
+        def once():
+            with mounted(ctx, "rangefs", "plain", prefetch=prefetch, source=metalink) as m:
+                cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
+                if stop_half_way:
+                    seconds, result, stopped = run_stopping_a_mirror(cmd, dd_progress, mirrors, MIRROR_READ_TIMEOUT)
+                    stopped_names.append(f"RangeFS: {stopped.name}")
+                else:
+                    seconds, result = timed(cmd, MIRROR_READ_TIMEOUT)
+                if dd_bytes(result) != MIRROR_SIZE:
+                    raise BenchError(f"read {dd_bytes(result)} bytes of {rel}, expected {MIRROR_SIZE}")
+                verify(ctx, m.path(rel), rel)
+                return seconds
+        return once
+
+    def aria2c(stop_half_way):
+        def once():
             if not shutil.which("aria2c"):
                 raise BenchError("aria2c is not installed")
-            times = []
-            for _ in range(n):
-                # tmpfs where there is one: the disk must not be what is measured.
-                out_dir = Path(tempfile.mkdtemp(prefix="rangefs-bench-aria2-",
-                                                dir="/dev/shm" if os.path.isdir("/dev/shm") else ctx.work))
-                target = out_dir / "out.bin"
-                try:
-                    before = marks()
-                    cmd = ["aria2c", "-x3", "-s3", "--dir", str(out_dir), "--out", target.name,
-                           "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
-                           "--console-log-level=warn", "--summary-interval=0", "--download-result=hide"]
-                    cmd += [m.url(rel) for m in mirrors]
-                    if stop_half_way:
-                        written = lambda proc: target.stat().st_blocks * 512
-                        seconds, _, stopped = run_stopping_a_mirror(cmd, written, mirrors, 600)
-                        stopped_names.append(f"aria2c: {stopped.name}")
-                    else:
-                        seconds, _ = timed(cmd, 600)
-                    if target.stat().st_size != MIRROR_SIZE or sha256_file(target) != sha256:
-                        raise BenchError("WRONG BYTES: aria2c's file differs from the original")
-                    times.append(seconds)
-                    counts[row.rid].append(("aria2c", served(before)))
-                finally:
-                    shutil.rmtree(out_dir, ignore_errors=True)
-                    restart_stopped()
-            speeds[row.rid]["aria2c"] = [MIRROR_SIZE / t / 1e6 for t in times]
-            return MIRROR_SIZE / median(times) / 1e6
-        return measure
+            # tmpfs where there is one: the disk must not be what is measured.
+            out_dir = Path(tempfile.mkdtemp(prefix="rangefs-bench-aria2-",
+                                            dir="/dev/shm" if os.path.isdir("/dev/shm") else ctx.work))
+            target = out_dir / "out.bin"
+            try:
+                cmd = ["aria2c", "-x3", "-s3", "--dir", str(out_dir), "--out", target.name,
+                       "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
+                       "--console-log-level=warn", "--summary-interval=0", "--download-result=hide"]
+                cmd += [m.url(rel) for m in mirrors]
+                if stop_half_way:
+                    written = lambda proc: target.stat().st_blocks * 512
+                    seconds, _, stopped = run_stopping_a_mirror(cmd, written, mirrors, MIRROR_READ_TIMEOUT)
+                    stopped_names.append(f"aria2c: {stopped.name}")
+                else:
+                    seconds, _ = timed(cmd, MIRROR_READ_TIMEOUT)
+                if target.stat().st_size != MIRROR_SIZE or sha256_file(target) != sha256:
+                    raise BenchError("WRONG BYTES: aria2c's file differs from the original")
+                return seconds
+            finally:
+                shutil.rmtree(out_dir, ignore_errors=True)
+        return once
 
     try:
         for m in mirrors:
@@ -1695,16 +1701,16 @@ def rows_mirrors(ctx):
         log(f"mirrors: nginx on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} (limit_rate {rate} each)")
         measure_cell(read, "baseline", curl_mirror)
         read_none.values["baseline"] = failover.values["baseline"] = read.values["baseline"]
-        measure_cell(read, "rangefs", rangefs(read, "all", False))
-        measure_cell(read_none, "rangefs", rangefs(read_none, "none", False))
-        measure_cell(failover, "rangefs", rangefs(failover, "all", True))
-        measure_cell(read, "aria2c", aria2c(read, False))
-        measure_cell(failover, "aria2c", aria2c(failover, True))
+        measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs("all", False)))
+        measure_cell(read_none, "rangefs", repeated(read_none, "RangeFS", rangefs("none", False)))
+        measure_cell(failover, "rangefs", repeated(failover, "RangeFS", rangefs("all", True)))
+        measure_cell(read, "aria2c", repeated(read, "aria2c", aria2c(False)))
+        measure_cell(failover, "aria2c", repeated(failover, "aria2c", aria2c(True)))
     finally:
         for m in mirrors:
             m.stop()
     for row in rows:
-        repeats = [f"{who} {', '.join(f'{v:.1f}' for v in values)}" for who, values in speeds[row.rid].items()]
+        repeats = [f"{who} {', '.join(values)}" for who, values in speeds[row.rid].items()]
         lines = [f"{who} {', '.join(f'{m.name} {r} requests/{b:.0f} MiB' for m, (r, b) in zip(mirrors, per))}"
                  for who, per in counts[row.rid]]
         row.note = ("MB/s of each repeat: " + "; ".join(repeats) + ". Served per repeat (nginx access logs): "
