@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone and httpdirfs.
+"""RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone, httpdirfs and aria2c.
 
 Run it through bench/run.sh, which installs the tools and builds RangeFS first. It serves
 bench/data/www with its own nginx on 127.0.0.1 (a plain port, and a slow link: nginx
@@ -1855,6 +1855,7 @@ def machine_info(ctx):
         "rclone": tool_version(["rclone", "version"]),
         "httpdirfs": "httpdirfs " + (run(["dpkg-query", "-W", "-f=${Version}", "httpdirfs"], 10, check=False).stdout
                                      or "not installed"),
+        "aria2c": tool_version(["aria2c", "--version"]),
         "fio": tool_version(["fio", "--version"]),
         "ffmpeg": tool_version(["ffmpeg", "-version"]),
         "sox": tool_version(["sox", "--version"]),
@@ -1938,7 +1939,7 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs and python3-matplotlib with apt (plus the project's own "
+            "It installs fio, sox, rclone, httpdirfs, aria2 and python3-matplotlib with apt (plus the project's own "
             "dependencies), builds `rangefs` in release mode, generates its data once into `bench/data/` "
             "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
