@@ -1654,15 +1654,18 @@ def rows_mirrors(ctx):
             return MIRROR_SIZE / median(times) / 1e6
         return measure
 
+    def timed_read(cmd, who, progress, stop_half_way):
+        if not stop_half_way:
+            return timed(cmd, MIRROR_READ_TIMEOUT)
+        seconds, result, stopped = run_stopping_a_mirror(cmd, progress, mirrors, MIRROR_READ_TIMEOUT)
+        stopped_names.append(f"{who}: {stopped.name}")
+        return seconds, result
+
     def rangefs(prefetch, stop_half_way):
         def once():
             with mounted(ctx, "rangefs", "plain", prefetch=prefetch, source=metalink) as m:
                 cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
-                if stop_half_way:
-                    seconds, result, stopped = run_stopping_a_mirror(cmd, dd_progress, mirrors, MIRROR_READ_TIMEOUT)
-                    stopped_names.append(f"RangeFS: {stopped.name}")
-                else:
-                    seconds, result = timed(cmd, MIRROR_READ_TIMEOUT)
+                seconds, result = timed_read(cmd, "RangeFS", dd_progress, stop_half_way)
                 if dd_bytes(result) != MIRROR_SIZE:
                     raise BenchError(f"read {dd_bytes(result)} bytes of {rel}, expected {MIRROR_SIZE}")
                 verify(ctx, m.path(rel), rel)
@@ -1682,12 +1685,8 @@ def rows_mirrors(ctx):
                        "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
                        "--console-log-level=warn", "--summary-interval=0", "--download-result=hide"]
                 cmd += [m.url(rel) for m in mirrors]
-                if stop_half_way:
-                    written = lambda proc: target.stat().st_blocks * 512
-                    seconds, _, stopped = run_stopping_a_mirror(cmd, written, mirrors, MIRROR_READ_TIMEOUT)
-                    stopped_names.append(f"aria2c: {stopped.name}")
-                else:
-                    seconds, _ = timed(cmd, MIRROR_READ_TIMEOUT)
+                written = lambda proc: target.stat().st_blocks * 512
+                seconds, _ = timed_read(cmd, "aria2c", written, stop_half_way)
                 if target.stat().st_size != MIRROR_SIZE or sha256_file(target) != sha256:
                     raise BenchError("WRONG BYTES: aria2c's file differs from the original")
                 return seconds
