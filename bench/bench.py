@@ -52,6 +52,10 @@ TTFB_OFFSET = 400 * MiB
 SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
 MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
 WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory; web/tree: 10,000 files
+# The bucket rows: moto's S3 server on loopback, its bucket holding web/wide's files under wide/
+# and one 256 MiB object (made on first use, outside DATA_VERSION).
+S3_PORT = 18485
+BUCKET, BUCKET_WIDE, BUCKET_BIG, BUCKET_BIG_SIZE = "bench", "wide", "big/big256.bin", 256 * MiB
 # The mirror rows: one file served by three nginx, one per port, each limited per connection.
 MIRROR_PORTS = (18490, 18491, 18492)
 MIRROR_ROOT = DATA / "mirrors"
@@ -215,6 +219,7 @@ class Context:
                      "slow": self.work / "nginx" / "access-slow.log",
                      "stream": self.work / "nginx" / "access-stream.log"}
         self.available = {}
+        self.bucket = None        # set by start_bucket: endpoint, python, the big object's sha256
         self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
 
     # -- helpers
@@ -254,17 +259,22 @@ class Context:
     # -- mounting
     def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False, source=None):
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
-        httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file."""
+        httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
+        link "bucket" mounts the S3 bucket that start_bucket put on moto's server."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
         cache = Path(cache) if cache else self.new_dir("cache", f"{system}-{link}")
         cache.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
+        env = None
         if system == "rangefs":
             # --rangefs-prefetch measures every row with one policy: the default (all) and none
             # side by side show what background work costs a reader.
             prefetch = getattr(self.args, "rangefs_prefetch", None) or prefetch
+        if link == "bucket":
+            cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
+        elif system == "rangefs":
             source = str(source) if source else self.links[link] + "/" if listing else str(self.manifest(link, manifest))
             cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
         elif system == "rclone":
@@ -279,7 +289,7 @@ class Context:
         # Output to a file, not a pipe: a daemon that keeps our pipe open would hang us.
         output = cache.parent / (cache.name + ".mount.log")
         with open(output, "wb") as out:
-            result = run(cmd, 120, check=False, stdout=out, stderr=subprocess.STDOUT)
+            result = run(cmd, 120, check=False, stdout=out, stderr=subprocess.STDOUT, env=env)
         if result.returncode != 0:
             raise BenchError(f"{system} mount exited {result.returncode}: "
                              f"{output.read_text(errors='replace').strip()[-300:]}")
@@ -1779,6 +1789,297 @@ def rows_web(ctx, link):
     return rows
 
 
+# ----------------------------------------------------------------------------- S3 bucket
+
+def s3_python(ctx):
+    """A python3 that has boto3 and moto (bench.py itself runs on Debian's python3, which may
+    not): --s3-python, else the first python3 on PATH, else this one."""
+    candidates = [ctx.args.s3_python, shutil.which("python3"), sys.executable]
+    for python in [c for c in candidates if c]:
+        try:
+            if run([python, "-c", "import boto3, moto.server"], 60, check=False).returncode == 0:
+                return python
+        except (BenchError, OSError):
+            continue
+    raise BenchError("no python3 with boto3 and moto (pip install 'moto[server]' boto3)")
+
+
+def ensure_bucket_object():
+    """The bucket's 256 MiB object, generated the first time it is missing; returns its sha256."""
+    path, digest = DATA / "bucket" / "big256.bin", DATA / "bucket" / "big256.sha256"
+    if not (path.exists() and digest.exists() and path.stat().st_size == BUCKET_BIG_SIZE):
+        log(f"generating {path.relative_to(ROOT)} (once)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            for _ in range(BUCKET_BIG_SIZE // (4 * MiB)):
+                f.write(os.urandom(4 * MiB))
+        digest.write_text(sha256_file(path) + "\n")
+    return path, digest.read_text().strip()
+
+
+def s3_client(ctx, *args, timeout=600):
+    """Runs bench/s3_client.py with the bucket's python; returns its JSON answer."""
+    bucket = ctx.bucket
+    result = run([bucket["python"], str(BENCH / "s3_client.py"), *args, "--endpoint", bucket["endpoint"],
+                  "--bucket", BUCKET], timeout)
+    return json.loads(result.stdout)
+
+
+def start_bucket(ctx):
+    """Starts moto's S3 server on 127.0.0.1:S3_PORT (stopped on exit with the other servers)
+    and puts the bench bucket: web/wide's 1,000 files under wide/ and the 256 MiB object, all
+    public-read. Once per run; the set-up time is logged, in no row."""
+    if ctx.bucket:
+        return
+    python = s3_python(ctx)
+    if port_open(S3_PORT):
+        raise BenchError(f"something already listens on 127.0.0.1:{S3_PORT}")
+    big, sha256 = ensure_bucket_object()
+    moto_log = ctx.work / "moto.log"
+    with open(moto_log, "wb") as out:
+        # moto_server's own module, run by the python that has it (the moto_server script
+        # may not be on PATH).
+        moto = subprocess.Popen([python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(S3_PORT)],
+                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+    ctx.servers.append(moto)
+    write_server_pids(ctx)
+    wait_port(S3_PORT, moto, "moto_server", timeout=60)
+    ctx.bucket = {"python": python, "endpoint": f"http://127.0.0.1:{S3_PORT}", "sha256": sha256,
+                  "log": moto_log}
+    wide = WWW / "web" / "wide"
+    answer = s3_client(ctx, "setup", "--wide-dir", str(wide), "--wide-prefix", BUCKET_WIDE + "/",
+                       "--big", str(big), "--big-key", BUCKET_BIG)
+    if answer["wide"] != WEB_WIDE:
+        raise BenchError(f"put {answer['wide']} objects under {BUCKET_WIDE}/, expected {WEB_WIDE}")
+    log(f"moto on 127.0.0.1:{S3_PORT}: bucket {BUCKET} with {answer['wide']} objects under {BUCKET_WIDE}/ and "
+        f"{BUCKET_BIG} (ETag {answer['big_etag']}) put in {answer['seconds']:.1f} s")
+
+
+def bucket_mount_command(ctx, system, mnt, cache, prefetch):
+    """How each system mounts the bench bucket, unsigned (its objects are public-read):
+    the command and its environment (None: this process's)."""
+    if not ctx.bucket:
+        raise BenchError("the bucket is not set up")
+    endpoint = ctx.bucket["endpoint"]
+    if system == "rangefs":
+        return [ctx.rangefs, "mount", f"s3://{BUCKET}/", str(mnt), "--endpoint", endpoint, "--path-style",
+                "--no-sign-request", "--cache-dir", str(cache), "--prefetch", prefetch], None
+    if system == "rclone":
+        # rclone's AWS SDK refuses AWS_CA_BUNDLE with rclone's own HTTP transport ("unable to
+        # load custom CA bundle"); the endpoint is plain http, so it is left out.
+        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+        return ["rclone", "mount", f":s3:{BUCKET}", str(mnt), "--s3-provider", "Other",
+                "--s3-endpoint", endpoint, "--s3-force-path-style", "--s3-env-auth=false",
+                "--s3-access-key-id=", "--s3-secret-access-key=",
+                "--config", str(ctx.work / "rclone.conf"), "--read-only",
+                "--vfs-cache-mode", "full", "--cache-dir", str(cache),
+                "--daemon", "--log-file", str(cache / "rclone.log"), "--log-level", "NOTICE"], env
+    raise BenchError(f"{system} cannot mount an S3 bucket")
+
+
+class MotoMark:
+    """Requests moto's server logged after this mark (Werkzeug logs one line per request),
+    by kind: LIST for a GET of the bucket itself (ListObjects, V1 as rclone asks or V2),
+    else the method."""
+
+    def __init__(self, ctx):
+        self.path = ctx.bucket["log"]
+        self.offset = self.path.stat().st_size
+
+    def requests(self):
+        """How many requests of each kind, e.g. {"LIST": 2, "HEAD": 1000}."""
+        time.sleep(0.2)   # the log line is written as the request ends
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            text = f.read().decode(errors="replace")
+        counts = {}
+        for method, target in re.findall(r'"([A-Z]+) (\S+) HTTP/', text):
+            kind = "LIST" if method == "GET" and target.split("?")[0].rstrip("/") == "/" + BUCKET else method
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+def request_text(counts):
+    """{"LIST": 2, "HEAD": 1000} -> "1,002 requests (1,000 HEAD, 2 LIST)"."""
+    parts = ", ".join(f"{n:,} {method}" for method, n in sorted(counts.items()))
+    return f"{sum(counts.values()):,} requests" + (f" ({parts})" if parts else "")
+
+
+def rows_bucket(ctx):
+    """An S3 bucket on moto's server, mounted by its s3:// URL (RangeFS) or rclone's S3 backend,
+    against boto3 and the AWS CLI on the same server in the same run."""
+    n, size = ctx.args.repeats, BUCKET_BIG_SIZE
+    ls_row = Row("bucket-ls", f"S3 bucket: mount, then ls -la of a {WEB_WIDE:,}-object prefix", "ms", "lower",
+                 "boto3: one ListObjectsV2 of that prefix", "bucket",
+                 note="moto's S3 server on loopback (a Python server that closes every connection). From the "
+                      "start of the mount command to the end of ls -la, cache empty, --prefetch none; every "
+                      "client unsigned (the objects are public-read). The baseline times the call alone, "
+                      "its client made before.")
+    again = Row("bucket-ls-again", "S3 bucket: the same after a remount on the same cache", "ms", "lower",
+                "boto3: one ListObjectsV2 of that prefix", "bucket")
+    aws = shutil.which("aws")
+    read = Row("bucket-read", f"S3 bucket: cold sequential read of a {size // MiB} MiB object", "MB/s", "higher",
+               "aws s3 cp to tmpfs" if aws else "boto3 download_file to tmpfs", "bucket",
+               note="Fresh mount and empty cache per repeat (mount time not counted), dd bs=1M to /dev/null, "
+                    "then the object's sha256 read through the same mount. The multipart object was put with "
+                    "boto3's upload_file (ETag of 32 parts).")
+    rows = [ls_row, again, read]
+    try:
+        start_bucket(ctx)
+    except BenchError as error:
+        for row in rows:
+            for key in ("baseline",) + SYSTEMS:
+                row.values[key] = f"n/a: {error}"
+        log(f"  bucket n/a: {error}")
+        return rows
+    endpoint = ctx.bucket["endpoint"]
+    expected = {p.name: p.stat().st_size for p in (WWW / "web" / "wide").iterdir()}
+
+    def baseline_ls():
+        seconds = s3_client(ctx, "list", "--prefix", BUCKET_WIDE + "/", "--expect", str(WEB_WIDE),
+                            "--repeats", str(n))["seconds"]
+        log(f"  bucket-ls [baseline] repeats: {', '.join(f'{s * 1000:.0f}' for s in seconds)} ms")
+        return median(seconds) * 1000
+
+    measure_cell(ls_row, "baseline", baseline_ls)
+    again.values["baseline"] = ls_row.values["baseline"]
+    if aws:
+        def aws_ls():
+            times = []
+            for _ in range(n):
+                seconds, result = timed([aws, "s3", "ls", f"s3://{BUCKET}/{BUCKET_WIDE}/", "--endpoint-url", endpoint,
+                                         "--no-sign-request"], 120)
+                if len(result.stdout.splitlines()) != WEB_WIDE:
+                    raise BenchError(f"aws s3 ls listed {len(result.stdout.splitlines())} objects")
+                times.append(seconds)
+            return median(times) * 1000
+        try:
+            ls_row.note += f" `aws s3 ls` of the prefix, a process with its start-up: {aws_ls():.0f} ms."
+        except BenchError as error:
+            ls_row.note += f" `aws s3 ls`: n/a ({error})."
+
+    def ls_wide(m):
+        seconds, result = timed(["ls", "-la", m.path(BUCKET_WIDE)], 600)
+        listed = {l.split()[-1]: int(l.split()[4]) for l in result.stdout.splitlines() if l.startswith("-")}
+        if listed != expected:
+            raise BenchError(f"ls -la showed {len(listed)} files, expected {len(expected)}"
+                             + (" (names or sizes differ)" if len(listed) == len(expected) else ""))
+        return seconds
+
+    for name in systems(ctx):
+        if name == "httpdirfs":
+            for row in rows:
+                row.values[name] = "n/a: httpdirfs mounts HTTP directory listings, not S3 buckets"
+            continue
+        try:
+            t_cold, t_again, sent, sent_again = [], [], [], []
+            for _ in range(n):
+                cache = ctx.new_dir("cache", f"{name}-bucket")
+                mark = MotoMark(ctx)
+                with mounted(ctx, name, "bucket", prefetch="none", cache=cache, keep_cache=True) as m:
+                    t_cold.append(m.mount_seconds + ls_wide(m))
+                    sent.append(mark.requests())
+                mark = MotoMark(ctx)
+                with mounted(ctx, name, "bucket", prefetch="none", cache=cache) as m:
+                    t_again.append(m.mount_seconds + ls_wide(m))
+                    sent_again.append(mark.requests())
+            ls_row.values[name], again.values[name] = median(t_cold) * 1000, median(t_again) * 1000
+            ls_row.note += f" {name}: {request_text(sent[-1])} to the server for mount and ls (last repeat)."
+            again.note += f" {name}: {request_text(sent_again[-1])} (last repeat)."
+            log(f"  bucket-ls [{name}] repeats: {', '.join(f'{t * 1000:.0f}' for t in t_cold)} ms, requests {sent}; "
+                f"again: {', '.join(f'{t * 1000:.0f}' for t in t_again)} ms, requests {sent_again}")
+        except BenchError as error:
+            for row in (ls_row, again):
+                row.values.setdefault(name, f"n/a: {error}")
+            log(f"  bucket-ls [{name}] n/a: {error}")
+
+    scratch = Path("/dev/shm") if os.path.isdir("/dev/shm") else ctx.work
+    target = scratch / f"rangefs-bench-{os.getpid()}.bin"
+
+    def check_copy():
+        try:
+            if not target.exists():
+                raise BenchError(f"no copy of {BUCKET_BIG} was written")
+            if target.stat().st_size != size or sha256_file(target) != ctx.bucket["sha256"]:
+                raise BenchError(f"WRONG BYTES: the copy of {BUCKET_BIG} differs from the original")
+        finally:
+            target.unlink(missing_ok=True)
+
+    def aws_cp():
+        times = []
+        try:
+            for _ in range(n):
+                seconds, _ = timed([aws, "s3", "cp", f"s3://{BUCKET}/{BUCKET_BIG}", str(target), "--endpoint-url",
+                                    endpoint, "--no-sign-request", "--only-show-errors"], 600)
+                check_copy()
+                times.append(seconds)
+        finally:
+            target.unlink(missing_ok=True)
+        log(f"  bucket-read [aws s3 cp] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s")
+        return size / median(times) / 1e6
+
+    def boto3_download():
+        try:
+            seconds = s3_client(ctx, "download", "--key", BUCKET_BIG, "--out", str(target),
+                                "--repeats", str(n))["seconds"]
+            check_copy()
+        finally:
+            target.unlink(missing_ok=True)
+        log(f"  bucket-read [boto3 download_file] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in seconds)} MB/s")
+        return size / median(seconds) / 1e6
+
+    def curl_whole():
+        """One GET of the whole object: what moto sends when it is not asked for ranges."""
+        url = f"{endpoint}/{BUCKET}/{BUCKET_BIG}"
+        times = []
+        for _ in range(n):
+            seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}", url], 600)
+            if int(float(result.stdout.strip() or 0)) != size:
+                raise BenchError(f"curl fetched {result.stdout} bytes")
+            times.append(seconds)
+        digest = run(f"curl -sS --fail '{url}' | openssl dgst -sha256 -r", 600, shell=True).stdout.split()[0]
+        if digest != ctx.bucket["sha256"]:
+            raise BenchError("curl returned wrong bytes")
+        log(f"  bucket-read [curl, one GET] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s")
+        return size / median(times) / 1e6
+
+    if aws:
+        measure_cell(read, "baseline", aws_cp)
+        try:
+            read.note += f" boto3's download_file (in one process, start-up not counted): {boto3_download():.0f} MB/s."
+        except BenchError as error:
+            read.note += f" boto3's download_file: n/a ({error})."
+    else:
+        measure_cell(read, "baseline", boto3_download)
+    try:
+        read.note += (f" curl of the whole object in one unranged GET: {curl_whole():.0f} MB/s (moto reads the whole "
+                      "object for every ranged GET, so on this server a reader's speed follows its number of requests).")
+    except BenchError as error:
+        read.note += f" curl of the whole object: n/a ({error})."
+
+    def system_read(name):
+        def measure():
+            times, sent = [], []
+            for _ in range(n):
+                with mounted(ctx, name, "bucket", prefetch="opened") as m:
+                    mark = MotoMark(ctx)
+                    times.append(read_all(m.path(BUCKET_BIG), size))
+                    sent.append(mark.requests())
+                    if sha256_file(m.path(BUCKET_BIG)) != ctx.bucket["sha256"]:
+                        raise BenchError(f"WRONG BYTES: sha256 of {BUCKET_BIG} through the mount differs")
+            log(f"  bucket-read [{name}] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s; "
+                f"requests {sent}")
+            read.note += f" {name}: {request_text(sent[-1])} for the lookup and the read (last repeat)."
+            return size / median(times) / 1e6
+        return measure
+
+    for name in systems(ctx):
+        if name != "httpdirfs":
+            measure_cell(read, name, system_read(name))
+    return rows
+
+
 # ----------------------------------------------------------------------------- output
 
 COLUMNS = ("rangefs", "baseline", "ratio", "target", "rclone", "httpdirfs")
@@ -1860,7 +2161,15 @@ def machine_info(ctx):
         "sox": tool_version(["sox", "--version"]),
         "mpg123": tool_version(["mpg123", "--version"]),
         "libfuse": tool_version(["fusermount3", "--version"]),
+        **(bucket_versions(ctx) if ctx.bucket else {}),
     }
+
+
+def bucket_versions(ctx):
+    python = ctx.bucket["python"]
+    modules = run([python, "-c", "import boto3, moto; print(f'moto {moto.__version__}, boto3 {boto3.__version__}')"],
+                  60, check=False).stdout.strip() or "?"
+    return {"moto, boto3": modules, "aws": tool_version(["aws", "--version"])}
 
 
 def md_escape(text):
@@ -1885,6 +2194,14 @@ def write_markdown(ctx, rows, info, elapsed):
            f"{STREAM_PROXY_PORT}; only the streaming rows use it. Their reader reads 16 KiB each time the audio "
            "clock says the previous 16 KiB were played (like `RealTimeReader` in the integration tests) and "
            "judges the reads due after the first second.",
+           *([f"- **bucket**: moto's S3 server (`moto_server`, Python) on 127.0.0.1:{S3_PORT}, bucket `{BUCKET}` "
+              f"put once per run with boto3: web/wide's {WEB_WIDE:,} files under `{BUCKET_WIDE}/` and a "
+              f"{BUCKET_BIG_SIZE // MiB} MiB multipart object, all public-read. Every client reads unsigned: "
+              f"`rangefs mount --endpoint URL --path-style --no-sign-request s3://{BUCKET}/`, rclone's S3 backend "
+              "(`--s3-provider Other --s3-env-auth=false` with empty keys, `--vfs-cache-mode full`), `aws s3 "
+              "--no-sign-request` and boto3 unsigned. moto closes every connection and reads a whole object "
+              "for each ranged GET: the figures are ratios to clients of the same server, not S3's speed."]
+             if any(row.link == "bucket" for row in rows) else []),
            (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
             "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
@@ -1938,8 +2255,8 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs, aria2 and python3-matplotlib with apt (plus the project's own "
-            "dependencies), builds `rangefs` in release mode, generates its data once into `bench/data/` "
+            "It installs fio, sox, rclone, httpdirfs, awscli, aria2 and python3-matplotlib with apt (plus the project's own "
+            "dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once into `bench/data/` "
             "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
     (DOCS / "benchmarks.md").write_text("\n".join(out))
@@ -2032,8 +2349,10 @@ def write_chart(rows, path):
 # ----------------------------------------------------------------------------- main
 
 GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web",
-          "mirrors"]
-PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "mirrors"}   # "stream" and "mirrors" use their own servers
+          "bucket", "mirrors"]
+# "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not
+# front; "mirrors" its own three nginx.
+PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
 
 
 def check_tools(ctx):
@@ -2064,6 +2383,8 @@ def main():
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
     parser.add_argument("--rangefs-prefetch", choices=["all", "opened", "none"],
                         help="mount RangeFS with this --prefetch in every row (default: each row's own, see the page)")
+    parser.add_argument("--s3-python", help="a python3 with boto3 and moto for the bucket rows "
+                        "(default: the first python3 on PATH that has them)")
     parser.add_argument("--work", default=str(BENCH / "data" / "work"))
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--render-only", action="store_true",
@@ -2118,6 +2439,7 @@ def main():
             "rss": lambda l: row_rss_sparse(ctx),
             "many": lambda l: rows_many(ctx),
             "web": lambda l: rows_web(ctx, l),
+            "bucket": lambda l: rows_bucket(ctx),
             "stream": lambda l: rows_streaming(ctx),
             "mirrors": lambda l: rows_mirrors(ctx),
         }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
 # release mode, generates its data once into bench/data/ (gitignored), serves it with its
-# own nginx on 127.0.0.1, measures RangeFS against curl, the local disk, rclone,
-# httpdirfs and (for mirrors) aria2c, prints a table and rewrites docs/benchmarks.md and .png.
+# own nginx on 127.0.0.1 (and an S3 bucket on moto's server for the bucket rows, three more
+# nginx as mirrors for the mirror rows), measures RangeFS against curl, the local disk, the AWS
+# CLI and boto3, aria2c, rclone and httpdirfs, prints a table and rewrites docs/benchmarks.md
+# and docs/benchmarks.png.
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -39,8 +41,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 # ------------------------------------------------------------------ packages
+# The project's own dependencies, among them boto3 and moto[server] (pip, for the python3 on
+# PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
-bench_packages=(fio sox rclone httpdirfs aria2 python3-matplotlib openssl coreutils)
+bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-matplotlib openssl coreutils)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -49,7 +53,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "bench: installing ${missing[*]}"
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
     for pkg in "${missing[@]}"; do
-        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column.
+        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column
+        # (without awscli the bucket read's baseline is boto3's download_file).
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
             || echo "bench: could not install $pkg; its rows will say n/a" >&2
     done

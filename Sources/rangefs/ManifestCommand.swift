@@ -116,7 +116,8 @@ struct ManifestCommand: ParsableCommand {
     }
 }
 
-/// Log lines as notes for a person at a terminal: "note: …" on stderr, notice and above only.
+/// Log lines as notes for a person at a terminal: "note: …" on stderr, notices and warnings
+/// only; errors are the command's to report (once, at the end, with its exit status).
 struct NoteLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .notice
@@ -126,8 +127,8 @@ struct NoteLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        writeError("note: \(message)")
+    func log(event: LogEvent) {
+        guard event.level < .error else { return }
+        writeError("note: \(event.message)")
     }
 }

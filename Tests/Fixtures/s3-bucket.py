@@ -11,6 +11,7 @@ The steps are a JSON list; each is an object with an "op":
                                                                without signing, ACL public-read)
   {"op": "put-many", "bucket": B, "prefix": P, "count": N}    N small objects P00000 ... (text "object i",
                                                                "public" as for put)
+  {"op": "delete", "bucket": B, "key": K}                     delete an object
   {"op": "user", "name": U, "policy": {...}}                  an IAM user with an inline policy;
                                                                its keys are printed
   {"op": "role", "name": R, "user": U, "policy": {...}}       a role the user may assume, with that
@@ -45,6 +46,8 @@ for step in json.load(sys.stdin):
         for i in range(step["count"]):
             extra = {"ACL": "public-read"} if step.get("public") else {}
             s3.put_object(Bucket=step["bucket"], Key="%s%05d" % (step["prefix"], i), Body=b"object %d" % i, **extra)
+    elif op == "delete":
+        s3.delete_object(Bucket=step["bucket"], Key=step["key"])
     elif op == "user":
         iam.create_user(UserName=step["name"])
         iam.put_user_policy(UserName=step["name"], PolicyName="p", PolicyDocument=json.dumps(step["policy"]))

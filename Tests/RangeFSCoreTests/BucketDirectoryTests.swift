@@ -124,4 +124,12 @@ struct BucketDirectoryTests {
             #expect(shown(d) == expected, "arrival order \(rotated)")
         }
     }
+
+    @Test func everyCapturedReplyKeepsTheInvariantsTheFuzzerChecks() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: s3Fixtures.path).filter { $0.hasSuffix(".xml") }
+        #expect(files.count >= 15)
+        for file in files.sorted() {
+            BucketListingFuzzCheck.run(try s3Fixture(file), label: file)
+        }
+    }
 }

@@ -45,6 +45,17 @@ struct EngineMirrorTests {
         return url
     }
 
+    /// An engine whose a.bin is served by every one of `mirrors` (the first as its URL), once
+    /// its first 4 KiB were read and every source was asked about.
+    static func readingFromEvery(_ mirrors: Mirrors) throws -> (FetchEngineHarness, CachedFile) {
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
+        #expect(Self.sourcesSettle(file))
+        return (engine, file)
+    }
+
     /// Waits until every source of `file` was asked about (or dropped), at most 10 s.
     static func sourcesSettle(_ file: CachedFile) -> Bool {
         FilesystemHarness.eventually(timeout: 10) { !file.sourceStatuses.contains { $0.state == .unknown } }
@@ -86,11 +97,7 @@ struct EngineMirrorTests {
 
     @Test func aSourceDroppingMidBodyHandsTheRestToAnother() throws {
         let mirrors = try Mirrors(3)
-        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
-                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())])
-        let file = try #require(try engine.file("a.bin").value)
-        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
-        #expect(Self.sourcesSettle(file))
+        let (engine, file) = try Self.readingFromEvery(mirrors)
         mirrors.servers[0].inject(.dropConnection(afterBodyBytes: 100_000), for: "a.bin", method: "GET")
         #expect(try engine.read(file, 4096..<262_144).value == Self.slice(4096..<262_144))
         let first = mirrors.gets(0)
@@ -140,11 +147,7 @@ struct EngineMirrorTests {
 
     @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {
         let mirrors = try Mirrors(3)
-        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
-                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())])
-        let file = try #require(try engine.file("a.bin").value)
-        #expect(try engine.read(file, 0..<4096).value == Self.slice(0..<4096))
-        #expect(Self.sourcesSettle(file))
+        let (engine, file) = try Self.readingFromEvery(mirrors)
         mirrors.servers[0].remove("a.bin")
         mirrors.servers[1].inject(.status(500), times: 100, for: "a.bin", method: "GET")
         _ = mirrors.servers[2].stop()

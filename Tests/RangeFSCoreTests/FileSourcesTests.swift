@@ -167,7 +167,8 @@ struct FileSourcesTests {
         #expect(Self.requested(&plan, 1) == Fixture.mirror)
     }
 
-    @Test func bytesMadeDurableAreKeptWhenTheirSourceIsDroppedLater() {
+    /// Block 0 fetched from the first source and durable; a reader of block 1 waits on transfer #1.
+    static func planWithADurableBlockAndAReaderOfTheNext() -> FilePlan {
         var plan = Self.planWithMirrors()
         _ = Self.requested(&plan, 0)
         _ = plan.write(0, 0..<Fixture.block)
@@ -175,6 +176,11 @@ struct FileSourcesTests {
         let (snapshot, _, _) = plan.commitStarting()
         plan.committed(snapshot, complete: false)
         #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        return plan
+    }
+
+    @Test func bytesMadeDurableAreKeptWhenTheirSourceIsDroppedLater() {
+        var plan = Self.planWithADurableBlockAndAReaderOfTheNext()
         _ = Self.requested(&plan, 1)
         #expect(plan.end(1, .failure(.changed("size was 262144, now 5"))) == ["log warning", "retry #1 65536..<131072"])
         #expect(plan.available.contains(0))
@@ -202,13 +208,7 @@ struct FileSourcesTests {
     }
 
     @Test func whenEverySourceIsDroppedTheReadersFailNamingThemAndCachedBytesStayReadable() {
-        var plan = Self.planWithMirrors()
-        _ = Self.requested(&plan, 0)
-        _ = plan.write(0, 0..<Fixture.block)
-        _ = plan.end(0, .success(()))
-        let (snapshot, _, _) = plan.commitStarting()
-        plan.committed(snapshot, complete: false)
-        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        var plan = Self.planWithADurableBlockAndAReaderOfTheNext()
         for expected in [Fixture.origin, Fixture.mirror] {
             #expect(Self.requested(&plan, 1) == expected)
             #expect(plan.end(1, .failure(.status(404))) == ["log warning", "retry #1 65536..<131072"])

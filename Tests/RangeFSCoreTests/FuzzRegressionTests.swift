@@ -63,7 +63,7 @@ struct FuzzRegressionTests {
 
     @Test("hostile manifests fail cleanly in every format", arguments: HostileInput.manifests)
     func hostileManifests(_ input: HostileInput) {
-        for selector in UInt8(0)..<10 {
+        for selector in UInt8(0)..<11 {
             ManifestFuzzCheck.run([selector] + input.bytes, label: "\(input.name) (selector \(selector))")
         }
     }
@@ -96,7 +96,10 @@ enum ManifestFuzzCheck {
     static func parseOnly(_ bytes: [UInt8]) {
         guard let selector = bytes.first else { return }
         let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
-        switch selector % 10 {
+        switch selector % 11 {
+        case 10:
+            _ = try? BucketListingPage.parse(Data(bytes.dropFirst()))
+            _ = S3ErrorReply.parse(Data(bytes.dropFirst()))
         case 0: _ = try? Manifest.parsePlainText(text, source: "fuzz-input")
         case 1: _ = try? Manifest.parse(text, source: "fuzz-input")
         case 2: _ = try? Manifest.parse(text, source: "fuzz-input", format: .json)
@@ -116,9 +119,13 @@ enum ManifestFuzzCheck {
         guard let selector = bytes.first else { return }
         let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
         let source = "fuzz-input"
+        if selector % 11 == 10 {
+            BucketListingFuzzCheck.run(Data(bytes.dropFirst()), label: label)
+            return
+        }
         do {
             let manifest: Manifest
-            switch selector % 10 {
+            switch selector % 11 {
             case 0: manifest = try Manifest.parsePlainText(text, source: source)
             case 1: manifest = try Manifest.parse(text, source: source)
             case 2: manifest = try Manifest.parse(text, source: source, format: .json)
@@ -170,6 +177,46 @@ enum ManifestFuzzCheck {
             for value in entry.headers.values {
                 #expect(!value.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }, "\(label): header value with CR/LF/NUL")
             }
+        }
+    }
+}
+
+/// The manifest harness's checks of selector 10, an S3 ListObjectsV2 reply
+/// (checkBucketListing in fuzz/ManifestFuzzer/main.swift).
+enum BucketListingFuzzCheck {
+    static func run(_ body: Data, label: String) {
+        if let reply = S3ErrorReply.parse(body) {
+            let request = S3FailedRequest(bucket: "b", operation: .listing(prefix: "p/"), region: "us-east-1", isSigned: true)
+            let sentence = S3Failure.explain(status: 403, reply: reply, bucketRegionHeader: nil, request: request).sentence
+            #expect(!sentence.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(label): a control character in \(sentence)")
+        }
+        let page: BucketListingPage
+        do throws(BucketListingError) {
+            page = try BucketListingPage.parse(body)
+        } catch {
+            #expect(!error.reason.isEmpty, "\(label): a listing refused without a reason")
+            return
+        }
+        #expect(page.isTruncated == (page.nextContinuationToken != nil) && page.nextContinuationToken != "", "\(label): truncation and token disagree")
+        let directory = BucketDirectory(prefix: page.prefix, pages: [page])
+        var names = Set<[UInt8]>()
+        var accounted = Set<[UInt8]>(directory.leftOut.map { Array($0.key.utf8) })
+        accounted.insert(Array(page.prefix.utf8))
+        for child in directory.children {
+            #expect((try? EntryPath(validatingComponent: child.name)) != nil, "\(label): invalid name shown: \(child.name)")
+            #expect(names.insert(Array(child.name.utf8)).inserted, "\(label): two children named \(child.name)")
+            let expected: [UInt8] = switch child {
+            case .file(let file): Array(page.prefix.utf8) + Array(file.name.utf8)
+            case .directory(let sub): Array(page.prefix.utf8) + Array(sub.name.utf8) + [UInt8(ascii: "/")]
+            }
+            #expect(Array(child.listedKey.utf8) == expected, "\(label): \(child) is not its prefix and name")
+            accounted.insert(expected)
+        }
+        for (a, b) in zip(directory.children, directory.children.dropFirst()) {
+            #expect(a.listedKey.utf8.lexicographicallyPrecedes(b.listedKey.utf8), "\(label): \(a.name) before \(b.name)")
+        }
+        for key in page.objects.map(\.key) + page.commonPrefixes {
+            #expect(accounted.contains(Array(key.utf8)), "\(label): \(key) neither shown nor left out")
         }
     }
 }

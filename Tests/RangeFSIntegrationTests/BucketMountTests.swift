@@ -204,20 +204,10 @@ extension RangeFSIntegrationTests {
                           ["op": "put", "bucket": "changing", "key": "song.bin", "file": files.appendingPathComponent("v1").path, "public": true]])
         let mount = try bucketMount(server, "s3://changing/", environment: try bucketEnvironment(), options: ["--no-sign-request"])
         try mount.mount()
-        let readPart = files.appendingPathComponent("read-part").path, goOn = files.appendingPathComponent("go-on").path
-        let script = """
-            exec 3<"$0" || exit 9
-            dd bs=65536 count=4 iflag=fullblock status=none <&3 || exit 8
-            : > "$1"
-            i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
-            exec cat <&3
-            """
-        let reader = try BackgroundCommand(["sh", "-c", script, mount.path("song.bin"), readPart, goOn])
-        Poll.until(seconds: 60) { FileManager.default.fileExists(atPath: readPart) || !reader.isRunning }
-        #expect(FileManager.default.fileExists(atPath: readPart), "the reader did not get its first 256 KiB")
+        let reader = try PausedReader(mount.path("song.bin"), flags: files)
+        #expect(reader.waitForFirstPart(), "the reader did not get its first 256 KiB")
         try server.setUp([["op": "put", "bucket": "changing", "key": "song.bin", "file": files.appendingPathComponent("v2").path, "public": true]])
-        _ = FileManager.default.createFile(atPath: goOn, contents: nil)
-        let out = ReadOutcome(result: reader.wait(timeout: 90))
+        let out = reader.finish()
         #expect(Reading.isPrefix(out.bytes, of: v1) && out.bytes.count >= 262_144, "only bytes of the old version: \(out)")
         #expect(out.failedWithEIO, "the reader of the old version gets EIO once the change is seen: \(out)\(Check.daemonLog(mount))")
         let reopened = Reading.whole(mount.path("song.bin"))
@@ -249,5 +239,39 @@ extension RangeFSIntegrationTests {
         #expect((try? String(contentsOfFile: offline.path("with space.txt"), encoding: .utf8)) == "with space", "read before: from the cache")
         #expect(!Reading.whole(offline.path("plain.txt")).succeeded, "never read: not there offline")
         #expect(offline.unmount().succeeded)
+    }
+
+    @Test("bucket: pin completes a directory never looked at, status and evict work on its objects, refresh shows a new key and drops a deleted one")
+    func bucketCommands() throws {
+        let server = try MotoServer()
+        defer { server.stop() }
+        try server.setUp([["op": "bucket", "name": "steered"]]
+            + Self.awkwardKeys.map { ["op": "put", "bucket": "steered", "key": $0.key, "text": $0.text, "public": true] })
+        let mount = try bucketMount(server, "s3://steered/", environment: try bucketEnvironment(), options: ["--no-sign-request"])
+        try mount.mount()
+        let binary = fx.binary
+        let pinned = Command.run([binary, "pin", mount.mountpoint, "docs"])
+        #expect(pinned.succeeded && pinned.stdout.contains("pinned 1 file"), "\(pinned)\(Check.daemonLog(mount))")
+        let isComplete = { (path: String) in
+            Command.run([binary, "status", mount.mountpoint]).stdout.split(separator: "\n")
+                .contains { $0.hasPrefix(path + " ") && $0.contains("complete") }
+        }
+        #expect(Poll.until(seconds: 20) { isComplete("docs/deep/deeper/leaf.txt") },
+                "the pinned object completes: \(Command.run([binary, "status", mount.mountpoint]).stdout)")
+        #expect((try? String(contentsOfFile: mount.path("with space.txt"), encoding: .utf8)) == "with space")
+        #expect(Poll.until(seconds: 10) { isComplete("with space.txt") }, "a small object read whole is complete")
+        let evicted = Command.run([binary, "evict", mount.mountpoint])
+        #expect(evicted.succeeded, "\(evicted)")
+        #expect(!isComplete("with space.txt") && isComplete("docs/deep/deeper/leaf.txt"),
+                "evict drops what was read and keeps what is pinned: \(Command.run([binary, "status", mount.mountpoint]).stdout)")
+
+        try server.setUp([["op": "put", "bucket": "steered", "key": "added.txt", "text": "new", "public": true],
+                          ["op": "delete", "bucket": "steered", "key": "plain.txt"]])
+        let refresh = Command.run([binary, "refresh", mount.mountpoint])
+        #expect(refresh.succeeded, "\(refresh)\(Check.daemonLog(mount))")
+        #expect(Poll.until(seconds: 10) { FileManager.default.fileExists(atPath: mount.path("added.txt")) }, "a new key appears\(Check.daemonLog(mount))")
+        #expect(!FileManager.default.fileExists(atPath: mount.path("plain.txt")), "a deleted key vanishes")
+        #expect((try? String(contentsOfFile: mount.path("added.txt"), encoding: .utf8)) == "new")
+        #expect(mount.unmount().succeeded)
     }
 }

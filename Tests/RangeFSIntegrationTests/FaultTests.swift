@@ -346,22 +346,11 @@ extension RangeFSIntegrationTests {
         let mount = try fx.mount(server: server, names: ["open.bin"])
         let path = mount.path("open.bin")
         let flags = try Scratch.makeDir("flags")
-        let readPart = flags.appendingPathComponent("read-part").path
-        let goOn = flags.appendingPathComponent("go-on").path
         // One open file description: 256 KiB, a pause while the server changes the file, then the rest.
-        let script = """
-            exec 3<"$0" || exit 9
-            dd bs=65536 count=4 iflag=fullblock status=none <&3 || exit 8
-            : > "$1"
-            i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
-            exec cat <&3
-            """
-        let reader = try BackgroundCommand(["sh", "-c", script, path, readPart, goOn])
-        Poll.until(seconds: 60) { FileManager.default.fileExists(atPath: readPart) || !reader.isRunning }
-        #expect(FileManager.default.fileExists(atPath: readPart), "the reader did not get its first 256 KiB")
+        let reader = try PausedReader(path, flags: flags)
+        #expect(reader.waitForFirstPart(), "the reader did not get its first 256 KiB")
         server.publish("open.bin", bytes: v2)
-        _ = FileManager.default.createFile(atPath: goOn, contents: nil)
-        let out = ReadOutcome(result: reader.wait(timeout: 90))
+        let out = reader.finish()
 
         let ofV1 = Reading.isPrefix(out.bytes, of: v1), ofV2 = Reading.isPrefix(out.bytes, of: v2)
         #expect(ofV1 || ofV2, "the reader got a MIX of versions (first difference from v1 at \(Reading.firstDifference(out.bytes, v1) ?? -1)): \(out)")

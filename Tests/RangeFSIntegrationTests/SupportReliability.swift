@@ -56,6 +56,40 @@ struct ReadOutcome: CustomStringConvertible {
     }
 }
 
+/// A reader that holds one open file description across a change on the server: it reads
+/// the first 256 KiB, says so, and reads the rest once told to go on.
+struct PausedReader {
+    let process: BackgroundCommand
+    private let readPart: String
+    private let goOn: String
+
+    /// Starts it on `path`; its flag files go in `flags`.
+    init(_ path: String, flags: URL) throws {
+        readPart = flags.appendingPathComponent("read-part").path
+        goOn = flags.appendingPathComponent("go-on").path
+        let script = """
+            exec 3<"$0" || exit 9
+            dd bs=65536 count=4 iflag=fullblock status=none <&3 || exit 8
+            : > "$1"
+            i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+            exec cat <&3
+            """
+        process = try BackgroundCommand(["sh", "-c", script, path, readPart, goOn])
+    }
+
+    /// Waits (at most a minute) until the first 256 KiB are read; false if they never were.
+    func waitForFirstPart() -> Bool {
+        Poll.until(seconds: 60) { FileManager.default.fileExists(atPath: readPart) || !process.isRunning }
+        return FileManager.default.fileExists(atPath: readPart)
+    }
+
+    /// Lets it read the rest and waits for it: all it read, and how it ended.
+    func finish(timeout: Double = 90) -> ReadOutcome {
+        _ = FileManager.default.createFile(atPath: goOn, contents: nil)
+        return ReadOutcome(result: process.wait(timeout: timeout))
+    }
+}
+
 enum Reading {
     /// `cat PATH`: the whole file, or what came before an error.
     static func whole(_ path: String, timeout: Double = 90) -> ReadOutcome {

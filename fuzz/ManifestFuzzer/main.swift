@@ -1,7 +1,8 @@
 // libFuzzer harness for the manifest parsers. Compiled into one module together with
 // Sources/RangeFSCore/Manifest/*.swift (see fuzz/run.sh), so internal types are reachable.
 //
-// The first byte of an input picks the entry point; the rest is the manifest text.
+// The first byte of an input picks the entry point; the rest is the manifest text (or, for
+// selector 10, the body of an S3 ListObjectsV2 reply).
 // Besides "no crash", every accepted manifest must obey the rules all formats promise
 // (valid relative paths, http/https URLs with a host, no duplicate or clashing paths),
 // and every rejection must name the source.
@@ -14,9 +15,13 @@ public func rangefsManifestFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     let body = UnsafeBufferPointer(start: data + 1, count: size - 1)
     let text = String(decoding: body, as: UTF8.self)
     let source = "fuzz-input"
+    if selector % 11 == 10 {
+        checkBucketListing(Data(body))
+        return 0
+    }
     do {
         let manifest: Manifest
-        switch selector % 10 {
+        switch selector % 11 {
         case 0: manifest = try Manifest.parsePlainText(text, source: source)
         case 1: manifest = try Manifest.parse(text, source: source)                   // sniffed
         case 2: manifest = try Manifest.parse(text, source: source, format: .json)
@@ -102,5 +107,50 @@ private func check(_ manifest: Manifest, text: String) {
                 fatalError("a header value with CR, LF or NUL was accepted (header injection)")
             }
         }
+    }
+}
+
+/// Selector 10: a ListObjectsV2 reply, the directory made of it, and the same bytes read as an
+/// S3 error document. A refused page must say why; an accepted one must give a directory whose
+/// children are valid, distinct names in key byte order, with every key and prefix either a
+/// child, left out once with a reason, or the listed prefix's own "folder" object.
+private func checkBucketListing(_ body: Data) {
+    if let reply = S3ErrorReply.parse(body) {
+        let request = S3FailedRequest(bucket: "b", operation: .listing(prefix: "p/"), region: "us-east-1", isSigned: true)
+        let sentence = S3Failure.explain(status: 403, reply: reply, bucketRegionHeader: nil, request: request).sentence
+        if sentence.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            fatalError("a control character in an error sentence: \(sentence)")
+        }
+    }
+    let page: BucketListingPage
+    do {
+        page = try BucketListingPage.parse(body)
+    } catch {
+        if error.reason.isEmpty { fatalError("a listing refused without a reason") }
+        return
+    }
+    if page.isTruncated != (page.nextContinuationToken != nil) || page.nextContinuationToken == "" {
+        fatalError("a truncated page without a token, or a token on a complete page, was accepted")
+    }
+    let directory = BucketDirectory(prefix: page.prefix, pages: [page])
+    var names = Set<[UInt8]>()
+    var accounted = Set<[UInt8]>(directory.leftOut.map { Array($0.key.utf8) })
+    accounted.insert(Array(page.prefix.utf8))
+    for child in directory.children {
+        if (try? EntryPath(validatingComponent: child.name)) == nil { fatalError("an invalid name was shown: \(child.name)") }
+        if !names.insert(Array(child.name.utf8)).inserted { fatalError("two children named \(child.name)") }
+        let expected: [UInt8]
+        switch child {
+        case .file(let file): expected = Array(page.prefix.utf8) + Array(file.name.utf8)
+        case .directory(let sub): expected = Array(page.prefix.utf8) + Array(sub.name.utf8) + [UInt8(ascii: "/")]
+        }
+        if Array(child.listedKey.utf8) != expected { fatalError("a child whose key is not the prefix and its name: \(child)") }
+        accounted.insert(expected)
+    }
+    for (a, b) in zip(directory.children, directory.children.dropFirst()) where !a.listedKey.utf8.lexicographicallyPrecedes(b.listedKey.utf8) {
+        fatalError("children out of key order: \(a.name), \(b.name)")
+    }
+    for key in page.objects.map(\.key) + page.commonPrefixes where !accounted.contains(Array(key.utf8)) {
+        fatalError("a key neither shown nor left out: \(key)")
     }
 }

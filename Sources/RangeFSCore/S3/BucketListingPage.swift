@@ -120,9 +120,13 @@ private struct BucketListingReader {
         }
         let token = root.child("NextContinuationToken")?.text
         let isTruncated = try truncation(hasToken: !(token ?? "").isEmpty)
+        var keyCount: Int?
+        if let element = root.child("KeyCount") {
+            keyCount = Int(try wholeNumber(element, field: "KeyCount"))
+        }
         return BucketListingPage(
             bucket: root.child("Name")?.text,
-            prefix: try root.child("Prefix").map { (element) throws(BucketListingError) in try decoded(element.text, field: "Prefix") } ?? "",
+            prefix: try optionalDecoded("Prefix") ?? "",
             delimiter: try optionalDecoded("Delimiter"),
             startAfter: try optionalDecoded("StartAfter"),
             continuationToken: root.child("ContinuationToken")?.text,
@@ -130,7 +134,7 @@ private struct BucketListingReader {
             commonPrefixes: commonPrefixes,
             isTruncated: isTruncated,
             nextContinuationToken: isTruncated ? token : nil,
-            keyCount: try root.child("KeyCount").map { (element) throws(BucketListingError) in try Int(wholeNumber(element, field: "KeyCount")) },
+            keyCount: keyCount,
             wasURLEncoded: isURLEncoded)
     }
 

@@ -94,7 +94,10 @@ public struct S3Failure: Sendable, Equatable, CustomStringConvertible {
         case nil:
             // No body (a HEAD) or not S3's: the status alone.
             switch status {
-            case 301, 400 where statedRegion != nil && statedRegion != request.region:
+            case 301:
+                // S3's answer to a request at the wrong region's endpoint, named or not.
+                return .wrongRegion(statedRegion)
+            case 400 where statedRegion != nil && statedRegion != request.region:
                 return .wrongRegion(statedRegion)
             case 403: return .accessDenied
             case 404:
