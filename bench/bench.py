@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone and httpdirfs.
+"""RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone, httpdirfs and aria2c.
 
 Run it through bench/run.sh, which installs the tools and builds RangeFS first. It serves
 bench/data/www with its own nginx on 127.0.0.1 (a plain port, and a slow link: nginx
@@ -22,6 +22,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -55,6 +56,11 @@ WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory;
 # and one 256 MiB object (made on first use, outside DATA_VERSION).
 S3_PORT = 18485
 BUCKET, BUCKET_WIDE, BUCKET_BIG, BUCKET_BIG_SIZE = "bench", "wide", "big/big256.bin", 256 * MiB
+# The mirror rows: one file served by three nginx, one per port, each limited per connection.
+MIRROR_PORTS = (18490, 18491, 18492)
+MIRROR_ROOT = DATA / "mirrors"
+MIRROR_FILE, MIRROR_SIZE, MIRROR_PIECE = "big256.bin", 256 * MiB, 4 * MiB
+MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 13 s
 
 
 class BenchError(Exception):
@@ -251,10 +257,10 @@ class Context:
         return self.work / "manifests" / f"{link}-{name}.txt"
 
     # -- mounting
-    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False):
+    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False, source=None):
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
-        httpdirfs always do, instead of on a manifest. The link "bucket" mounts the S3 bucket
-        that start_bucket put on moto's server."""
+        httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
+        link "bucket" mounts the S3 bucket that start_bucket put on moto's server."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
@@ -269,7 +275,7 @@ class Context:
         if link == "bucket":
             cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
         elif system == "rangefs":
-            source = self.links[link] + "/" if listing else str(self.manifest(link, manifest))
+            source = str(source) if source else self.links[link] + "/" if listing else str(self.manifest(link, manifest))
             cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
         elif system == "rclone":
             cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", self.links[link] + "/",
@@ -554,7 +560,7 @@ http {{
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         ctx.servers.append(proxy)
         wait_port(listen, proxy, "latency proxy")
-    (ctx.work / "servers.pid").write_text("".join(f"{p.pid}\n" for p in ctx.servers))
+    write_server_pids(ctx)
 
 
 class LogMark:
@@ -617,7 +623,7 @@ class Row:
         r = self.values.get("rangefs")
         if not isinstance(r, (int, float)):
             return None
-        others = [self.values.get(s) for s in ("rclone", "httpdirfs")]
+        others = [self.values.get(s) for s in OTHER_TOOLS]
         others = [o for o in others if isinstance(o, (int, float))]
         if not others:
             return None
@@ -1418,6 +1424,313 @@ def rows_many(ctx):
     return rows
 
 
+# ----------------------------------------------------------------------------- mirrors
+
+class MirrorServer:
+    """One mirror: its own nginx on its own port, so that it can be stopped alone (a mirror that
+    goes away mid-read) and its access log counts what it served."""
+
+    def __init__(self, ctx, index, root):
+        self.ctx, self.index, self.port = ctx, index, MIRROR_PORTS[index]
+        self.dir = ctx.work / "mirrors" / f"m{index + 1}"
+        self.log = self.dir / "access.log"
+        self.proc = None
+        (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
+        user = "user root;" if os.getuid() == 0 else ""
+        (self.dir / "nginx.conf").write_text(f"""daemon off;
+worker_processes 1;
+{user}
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    client_body_temp_path {self.dir}/tmp/body;
+    proxy_temp_path {self.dir}/tmp/proxy;
+    fastcgi_temp_path {self.dir}/tmp/fastcgi;
+    uwsgi_temp_path {self.dir}/tmp/uwsgi;
+    scgi_temp_path {self.dir}/tmp/scgi;
+    server {{
+        listen 127.0.0.1:{self.port};
+        root {root};
+        limit_rate {ctx.args.mirror_rate};
+        access_log {self.log} bench;
+    }}
+}}
+""")
+
+    @property
+    def name(self):
+        return f"mirror {self.index + 1}"
+
+    def url(self, rel):
+        return f"http://127.0.0.1:{self.port}/{rel}"
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self):
+        if port_open(self.port):
+            raise BenchError(f"something already listens on 127.0.0.1:{self.port}")
+        self.proc = subprocess.Popen(["/usr/sbin/nginx", "-c", str(self.dir / "nginx.conf"), "-p", str(self.dir) + "/",
+                                      "-e", str(self.dir / "error.log")], start_new_session=True,
+                                     stdin=subprocess.DEVNULL)
+        self.ctx.servers.append(self.proc)
+        write_server_pids(self.ctx)
+        wait_port(self.port, self.proc, f"nginx of {self.name}")
+
+    def stop(self):
+        """SIGTERM is nginx's fast shutdown: open connections are closed at once, new ones refused."""
+        if self.running():
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc in self.ctx.servers:
+            self.ctx.servers.remove(self.proc)
+            write_server_pids(self.ctx)
+
+    def established(self):
+        """Client connections this mirror holds now (server side of /proc/net/tcp, ESTABLISHED)."""
+        port = f":{self.port:04X}"
+        with open("/proc/net/tcp") as f:
+            return sum(1 for line in f.readlines()[1:]
+                       if line.split()[1].endswith(port) and line.split()[3] == "01")
+
+
+def write_server_pids(ctx):
+    """run.sh stops what this file lists if bench.py itself is killed."""
+    (ctx.work / "servers.pid").write_text("".join(f"{p.pid}\n" for p in ctx.servers))
+
+
+def ensure_mirror_file():
+    """The mirrors' 256 MiB file, generated the first time it is missing (outside DATA_VERSION);
+    returns its sha256."""
+    path, digest = MIRROR_ROOT / MIRROR_FILE, MIRROR_ROOT / (MIRROR_FILE + ".sha256")
+    if not (path.exists() and digest.exists() and path.stat().st_size == MIRROR_SIZE):
+        log(f"generating {path.relative_to(ROOT)} (once)")
+        MIRROR_ROOT.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            for _ in range(MIRROR_SIZE // (4 * MiB)):
+                f.write(os.urandom(4 * MiB))
+        os.chmod(path, 0o644)
+        os.chmod(MIRROR_ROOT, 0o755)
+        digest.write_text(sha256_file(path) + "\n")
+    return digest.read_text().split()[0]
+
+
+def write_metalink(path, mirrors, rel, sha256):
+    """A Metalink 4 document naming the file once with every mirror's URL, its size, its sha-256
+    and the sha-256 of each MIRROR_PIECE-byte piece."""
+    pieces = []
+    with open(MIRROR_ROOT / rel, "rb") as f:
+        while chunk := f.read(MIRROR_PIECE):
+            pieces.append(hashlib.sha256(chunk).hexdigest())
+    urls = "".join(f'    <url priority="{m.index + 1}">{m.url(rel)}</url>\n' for m in mirrors)
+    hashes = "".join(f"      <hash>{h}</hash>\n" for h in pieces)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<metalink xmlns="urn:ietf:params:xml:ns:metalink">
+  <file name="{rel}">
+    <size>{MIRROR_SIZE}</size>
+    <hash type="sha-256">{sha256}</hash>
+    <pieces length="{MIRROR_PIECE}" type="sha-256">
+{hashes}    </pieces>
+{urls}  </file>
+</metalink>
+""")
+
+
+def dd_progress(proc):
+    """Bytes dd has read: the offset of its input, which dd opens as its standard input."""
+    with open(f"/proc/{proc.pid}/fdinfo/0") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("pos:"))
+
+
+def run_stopping_a_mirror(cmd, progress, mirrors, timeout):
+    """Runs cmd; once progress(proc) reaches half the file, stops the mirror holding the most
+    connections at that moment (mirror 2 on a tie). Returns (seconds, result, stopped mirror)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    stopped = None
+    try:
+        while proc.poll() is None:
+            if time.perf_counter() - start > timeout:
+                raise BenchError(f"timed out after {timeout:g} s: {short(cmd)}")
+            if stopped is None:
+                try:
+                    done = progress(proc)
+                except (OSError, StopIteration):
+                    done = 0
+                if done >= MIRROR_SIZE // 2:
+                    stopped = max(mirrors, key=lambda m: (m.established(), m.index == 1))
+                    log(f"    {done // MiB} MiB read: stopping {stopped.name} "
+                        f"({', '.join(f'{m.name}: {m.established()}' for m in mirrors)} connections)")
+                    stopped.stop()
+            time.sleep(0.01)
+        seconds = time.perf_counter() - start
+        out, err = proc.communicate(timeout=30)
+    except BaseException:
+        kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        raise BenchError(f"{short(cmd)} exited {proc.returncode}: {err.decode(errors='replace').strip()[-300:]}")
+    if stopped is None:
+        raise BenchError(f"{short(cmd)} ended before half the file was read: no mirror was stopped")
+    return seconds, subprocess.CompletedProcess(cmd, 0, out.decode(errors="replace"), err.decode(errors="replace")), stopped
+
+
+def dd_bytes(result):
+    match = re.search(r"^(\d+) bytes", result.stderr, re.M)
+    return int(match.group(1)) if match else -1
+
+
+def rows_mirrors(ctx):
+    """One file on three mirrors, each nginx limited per connection: RangeFS mounting a Metalink
+    that names all three, against curl of one mirror and aria2c over the three; then the same
+    with the busiest mirror stopped half way through the read."""
+    n = ctx.args.repeats
+    rate = ctx.args.mirror_rate
+    sha256 = ensure_mirror_file()
+    rel = MIRROR_FILE
+    ctx.files[rel] = {"size": MIRROR_SIZE, "sha256": sha256}
+    mirrors = [MirrorServer(ctx, i, MIRROR_ROOT) for i in range(len(MIRROR_PORTS))]
+    for m in mirrors:
+        ctx.logs[f"mirror{m.index + 1}"] = m.log
+    metalink = ctx.work / "manifests" / "mirrors.meta4"
+    write_metalink(metalink, mirrors, rel, sha256)
+    mib = MIRROR_SIZE // MiB
+    read = Row("mirrors-read", f"3 mirrors ({rate}/connection each): cold sequential read, {mib} MiB", "MB/s",
+               "higher", "curl of one mirror")
+    read_none = Row("mirrors-read-none", "the same, RangeFS with --prefetch none", "MB/s", "higher",
+                    "curl of one mirror")
+    failover = Row("mirrors-failover", "the same, the busiest mirror stopped half way through", "MB/s", "higher",
+                   "curl of one mirror (no failure)")
+    rows = [read, read_none, failover]
+    if not ctx.args.skip_others:
+        for row in rows:
+            na_others(row, "one URL per file: a Metalink's mirrors cannot be mounted")
+    counts = {row.rid: [] for row in rows}      # per repeat: (who, [(requests, MiB sent) per mirror])
+    speeds = {row.rid: {} for row in rows}      # who -> MB/s of each repeat (text), or why it failed
+    stopped_names = []
+
+    def marks():
+        return [LogMark(ctx, f"mirror{m.index + 1}") for m in mirrors]
+
+    def served(before):
+        return [(mark.requests(), mark.bytes_sent(rel) / MiB) for mark in before]
+
+    def restart_stopped():
+        for m in mirrors:
+            if not m.running():
+                m.start()
+
+    def curl_mirror():
+        times = []
+        for _ in range(n):
+            seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}",
+                                     mirrors[0].url(rel)], 600)
+            if int(float(result.stdout.strip() or 0)) != MIRROR_SIZE:
+                raise BenchError(f"curl fetched {result.stdout} bytes of {rel}")
+            times.append(seconds)
+        out = run(f"curl -sS --fail '{mirrors[0].url(rel)}' | openssl dgst -sha256 -r", 600, shell=True).stdout
+        if out.split()[0] != sha256:
+            raise BenchError(f"curl of {rel} returned wrong bytes")
+        return MIRROR_SIZE / median(times) / 1e6
+
+    def repeated(row, who, once):
+        """Runs once() n times, each returning seconds; MB/s of each repeat, or why it failed,
+        and what each mirror served go in the row's note."""
+        def measure():
+            times = []
+            for _ in range(n):
+                before = marks()
+                try:
+                    times.append(once())
+                    speeds[row.rid].setdefault(who, []).append(f"{MIRROR_SIZE / times[-1] / 1e6:.1f}")
+                except BenchError as error:
+                    speeds[row.rid].setdefault(who, []).append(f"failed ({error})")
+                    raise
+                finally:
+                    restart_stopped()
+                    counts[row.rid].append((who, served(before)))
+            return MIRROR_SIZE / median(times) / 1e6
+        return measure
+
+    def timed_read(cmd, who, progress, stop_half_way):
+        if not stop_half_way:
+            return timed(cmd, MIRROR_READ_TIMEOUT)
+        seconds, result, stopped = run_stopping_a_mirror(cmd, progress, mirrors, MIRROR_READ_TIMEOUT)
+        stopped_names.append(f"{who}: {stopped.name}")
+        return seconds, result
+
+    def rangefs(prefetch, stop_half_way):
+        def once():
+            with mounted(ctx, "rangefs", "plain", prefetch=prefetch, source=metalink) as m:
+                cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
+                seconds, result = timed_read(cmd, "RangeFS", dd_progress, stop_half_way)
+                if dd_bytes(result) != MIRROR_SIZE:
+                    raise BenchError(f"read {dd_bytes(result)} bytes of {rel}, expected {MIRROR_SIZE}")
+                verify(ctx, m.path(rel), rel)
+                return seconds
+        return once
+
+    def aria2c(stop_half_way):
+        def once():
+            if not shutil.which("aria2c"):
+                raise BenchError("aria2c is not installed")
+            # tmpfs where there is one: the disk must not be what is measured.
+            out_dir = Path(tempfile.mkdtemp(prefix="rangefs-bench-aria2-",
+                                            dir="/dev/shm" if os.path.isdir("/dev/shm") else ctx.work))
+            target = out_dir / "out.bin"
+            try:
+                cmd = ["aria2c", "-x3", "-s3", "--dir", str(out_dir), "--out", target.name,
+                       "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
+                       "--console-log-level=warn", "--summary-interval=0", "--download-result=hide"]
+                cmd += [m.url(rel) for m in mirrors]
+                written = lambda proc: target.stat().st_blocks * 512
+                seconds, _ = timed_read(cmd, "aria2c", written, stop_half_way)
+                if target.stat().st_size != MIRROR_SIZE or sha256_file(target) != sha256:
+                    raise BenchError("WRONG BYTES: aria2c's file differs from the original")
+                return seconds
+            finally:
+                shutil.rmtree(out_dir, ignore_errors=True)
+        return once
+
+    try:
+        for m in mirrors:
+            m.start()
+        log(f"mirrors: nginx on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} (limit_rate {rate} each)")
+        measure_cell(read, "baseline", curl_mirror)
+        read_none.values["baseline"] = failover.values["baseline"] = read.values["baseline"]
+        measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs("all", False)))
+        measure_cell(read_none, "rangefs", repeated(read_none, "RangeFS", rangefs("none", False)))
+        measure_cell(failover, "rangefs", repeated(failover, "RangeFS", rangefs("all", True)))
+        measure_cell(read, "aria2c", repeated(read, "aria2c", aria2c(False)))
+        measure_cell(failover, "aria2c", repeated(failover, "aria2c", aria2c(True)))
+    finally:
+        for m in mirrors:
+            m.stop()
+    for row in rows:
+        repeats = [f"{who} {', '.join(values)}" for who, values in speeds[row.rid].items()]
+        lines = [f"{who} {', '.join(f'{m.name} {r} requests/{b:.0f} MiB' for m, (r, b) in zip(mirrors, per))}"
+                 for who, per in counts[row.rid]]
+        row.note = ("MB/s of each repeat: " + "; ".join(repeats) + ". Served per repeat (nginx access logs): "
+                    + "; ".join(lines) + ".")
+    if stopped_names:
+        failover.note += " Stopped: " + "; ".join(stopped_names) + "."
+    for row in rows:
+        log(f"  {row.rid}: {row.note}")
+    return rows
+
+
 def rows_web(ctx, link):
     """A web directory mounted by its URL, as each tool mounts nginx's autoindex listings."""
     n = ctx.args.repeats
@@ -1530,7 +1843,7 @@ def start_bucket(ctx):
                                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
     ctx.servers.append(moto)
-    (ctx.work / "servers.pid").write_text("".join(f"{p.pid}\n" for p in ctx.servers))
+    write_server_pids(ctx)
     wait_port(S3_PORT, moto, "moto_server", timeout=60)
     ctx.bucket = {"python": python, "endpoint": f"http://127.0.0.1:{S3_PORT}", "sha256": sha256,
                   "log": moto_log}
@@ -1770,11 +2083,18 @@ def rows_bucket(ctx):
 # ----------------------------------------------------------------------------- output
 
 COLUMNS = ("rangefs", "baseline", "ratio", "target", "rclone", "httpdirfs")
+# Tools measured in some rows only (aria2c: the mirror rows); their column shows when a row has them.
+OPTIONAL_TOOLS = ("aria2c",)
+OTHER_TOOLS = ("rclone", "httpdirfs") + OPTIONAL_TOOLS
+
+
+def optional_tools(rows):
+    return [tool for tool in OPTIONAL_TOOLS if any(tool in row.values for row in rows)]
 
 
 def table_cells(row):
     cells = {}
-    for key in ("rangefs", "baseline", "rclone", "httpdirfs"):
+    for key in ("rangefs", "baseline") + OTHER_TOOLS:
         value = row.values.get(key)
         cells[key] = "n/a" if isinstance(value, str) else fmt(value)
     ratio = row.ratio()
@@ -1786,12 +2106,13 @@ def table_cells(row):
 
 
 def print_table(rows):
-    header = ["row", "unit", "RangeFS", "baseline", "ratio", "target", "rclone", "httpdirfs"]
+    extra = optional_tools(rows)
+    header = ["row", "unit", "RangeFS", "baseline", "ratio", "target", "rclone", "httpdirfs"] + extra
     lines = [header]
     for row in rows:
         c = table_cells(row)
         lines.append([row.label, row.unit, c["rangefs"], c["baseline"], c["ratio"], c["target"], c["rclone"],
-                      c["httpdirfs"]])
+                      c["httpdirfs"]] + [c[tool] for tool in extra])
     widths = [max(len(l[i]) for l in lines) for i in range(len(header))]
     print()
     for i, line in enumerate(lines):
@@ -1834,6 +2155,7 @@ def machine_info(ctx):
         "rclone": tool_version(["rclone", "version"]),
         "httpdirfs": "httpdirfs " + (run(["dpkg-query", "-W", "-f=${Version}", "httpdirfs"], 10, check=False).stdout
                                      or "not installed"),
+        "aria2c": tool_version(["aria2c", "--version"]),
         "fio": tool_version(["fio", "--version"]),
         "ffmpeg": tool_version(["ffmpeg", "-version"]),
         "sox": tool_version(["sox", "--version"]),
@@ -1898,13 +2220,16 @@ def write_markdown(ctx, rows, info, elapsed):
            "figure that varies between runs.", ""]
     if ctx.notes:
         out += ["- " + n for n in ctx.notes] + [""]
+    extra = optional_tools(rows)
     out += ["## Results", "",
-            "| row | unit | RangeFS | baseline | ratio | target | rclone | httpdirfs | baseline is |",
-            "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+            "| row | unit | RangeFS | baseline | ratio | target | rclone | httpdirfs | "
+            + "".join(f"{tool} | " for tool in extra) + "baseline is |",
+            "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | " + "---: | " * len(extra) + "--- |"]
     for row in rows:
         c = table_cells(row)
         out.append(f"| {md_escape(row.label.strip())} | {row.unit} | {c['rangefs']} | {c['baseline']} | {c['ratio']} | "
-                   f"{c['target']} | {c['rclone']} | {c['httpdirfs']} | {md_escape(row.baseline_label)} |")
+                   f"{c['target']} | {c['rclone']} | {c['httpdirfs']} | " + "".join(f"{c[tool]} | " for tool in extra)
+                   + f"{md_escape(row.baseline_label)} |")
     out += ["", "Ratio is RangeFS ÷ baseline. ✓/✗: the issue's target met or missed in this run.", ""]
     notes = [(row, row.note.strip()) for row in rows if row.note.strip()]
     na = [(row, k, v) for row in rows for k, v in row.values.items() if isinstance(v, str)]
@@ -1921,7 +2246,7 @@ def write_markdown(ctx, rows, info, elapsed):
             out.append(f"- {'met' if met else '**missed**'}: {md_escape(row.label.strip())} — target {row.target_text}, "
                        f"measured {table_cells(row)['ratio'] or fmt(row.values.get('rangefs')) + ' ' + row.unit}")
     if ahead:
-        out.append("- **behind rclone or httpdirfs** on: " + "; ".join(md_escape(r.label.strip()) for r in ahead))
+        out.append("- **behind rclone, httpdirfs or aria2c** on: " + "; ".join(md_escape(r.label.strip()) for r in ahead))
     out += ["", "![RangeFS, rclone and httpdirfs relative to the baseline of each row](benchmarks.png)", "",
             "## Machine and versions", ""]
     out += [f"- {k}: {md_escape(v)}" for k, v in info.items()]
@@ -1930,7 +2255,7 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs, awscli and python3-matplotlib with apt (plus the project's own "
+            "It installs fio, sox, rclone, httpdirfs, awscli, aria2 and python3-matplotlib with apt (plus the project's own "
             "dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once into `bench/data/` "
             "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
@@ -2024,9 +2349,10 @@ def write_chart(rows, path):
 # ----------------------------------------------------------------------------- main
 
 GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web",
-          "bucket"]
-# "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not front.
-PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket"}
+          "bucket", "mirrors"]
+# "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not
+# front; "mirrors" its own three nginx.
+PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
 
 
 def check_tools(ctx):
@@ -2051,6 +2377,7 @@ def main():
     parser.add_argument("--stream-rate", default="96k", help="nginx limit_rate of the streaming link (about 4x 192 kb/s)")
     parser.add_argument("--stream-seconds", type=float, default=60.0, help="seconds of audio clock the streaming row plays")
     parser.add_argument("--fio-runtime", type=int, default=10)
+    parser.add_argument("--mirror-rate", default="20m", help="nginx limit_rate of each of the three mirrors (per connection)")
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
     parser.add_argument("--links", default="plain,slow")
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
@@ -2114,6 +2441,7 @@ def main():
             "web": lambda l: rows_web(ctx, l),
             "bucket": lambda l: rows_bucket(ctx),
             "stream": lambda l: rows_streaming(ctx),
+            "mirrors": lambda l: rows_mirrors(ctx),
         }
         for group in GROUPS:
             if group not in groups:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
 # release mode, generates its data once into bench/data/ (gitignored), serves it with its
-# own nginx on 127.0.0.1 (and an S3 bucket on moto's server for the bucket rows), measures
-# RangeFS against curl, the local disk, the AWS CLI and boto3, rclone and httpdirfs, prints a
-# table and rewrites docs/benchmarks.md and docs/benchmarks.png.
+# own nginx on 127.0.0.1 (and an S3 bucket on moto's server for the bucket rows, three more
+# nginx as mirrors for the mirror rows), measures RangeFS against curl, the local disk, the AWS
+# CLI and boto3, aria2c, rclone and httpdirfs, prints a table and rewrites docs/benchmarks.md
+# and docs/benchmarks.png.
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -43,7 +44,7 @@ trap 'exit 130' INT TERM HUP
 # The project's own dependencies, among them boto3 and moto[server] (pip, for the python3 on
 # PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
-bench_packages=(fio sox rclone httpdirfs awscli python3-matplotlib openssl coreutils)
+bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-matplotlib openssl coreutils)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
