@@ -104,9 +104,8 @@ final class NoteRecorder: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            recorder.recorded.withLock { $0.append("\(message)") }
+        func log(event: LogEvent) {
+            recorder.recorded.withLock { $0.append("\(event.message)") }
         }
     }
 }

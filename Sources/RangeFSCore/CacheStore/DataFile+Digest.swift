@@ -5,7 +5,7 @@ extension DataFile {
     /// The SHA-256 of the file's first `size` bytes, as 64 lowercase hex digits. Reads in
     /// large chunks into one buffer, so memory stays at `chunkSize` whatever the file's size.
     func sha256(size: UInt64, chunkSize: Int = 4 << 20) throws -> String {
-        try sha256Digest(of: 0..<size, chunkSize: chunkSize).map { String(format: "%02x", $0) }.joined()
+        try sha256Digest(of: 0..<size, chunkSize: chunkSize).lowercaseHex
     }
 
     /// The SHA-256 of the bytes at `range` (a piece of the file), as its 32 bytes.

@@ -174,8 +174,7 @@ final class SizeDiscovery: Sendable {
         let urls = entry.urls
         let target = urls[source]
         // The manifest's credentials do not go to a mirror on another server.
-        let headers = FetchSource(location: source == 0 ? nil : target, validator: RemoteValidator(etag: nil, lastModified: nil))
-            .requestHeaders(entry.headers, origin: entry.url)
+        let headers = FetchSource.headers(entry.headers, sentTo: target, origin: entry.url)
         environment.client.probe(url: target, headers: headers) { [self] answer in
             var result = answer
             // Among mirrors, one whose copy has another size than the manifest states is not the

@@ -99,8 +99,6 @@ public final class RunningMount: MountControl {
         return "refreshed \(manifest.source): \(active.count - kept) added, \(before.count - kept) removed, \(kept) unchanged"
     }
 
-    /// Manifest entries for paths inside the mount (relative, or absolute under the mountpoint);
-    /// a directory stands for every file below it.
     /// A path inside the mount as given (relative, or absolute under the mountpoint), relative
     /// and without a trailing `/`; "" or "." for the whole mount.
     private func relativePath(_ path: String) -> String {
@@ -111,6 +109,8 @@ public final class RunningMount: MountControl {
         return relative
     }
 
+    /// Manifest entries for paths inside the mount (relative, or absolute under the mountpoint);
+    /// a directory stands for every file below it.
     private func entryIndices(of paths: [String]) throws(MountControlError) -> [Int] {
         var indices: [Int] = []
         for path in paths {

@@ -98,8 +98,7 @@ extension CachedFile {
     /// `delay`; the plan decides what its answer means (`FilePlan.sourceProbed`). Credentials
     /// of the manifest's headers do not go to another server (`FetchSource.requestHeaders`).
     func probeSource(_ index: Int, at target: URL, after delay: Duration) {
-        let elsewhere = FetchSource(location: target == url ? nil : target, validator: RemoteValidator(etag: nil, lastModified: nil))
-        let headers = elsewhere.requestHeaders(self.headers, origin: url)
+        let headers = FetchSource.headers(self.headers, sentTo: target, origin: url)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
             environment.client.probe(url: target, headers: headers) { [self] result in
                 update { $0.plan.sourceProbed(index, result, now: .now) }
@@ -120,7 +119,7 @@ extension CachedFile {
             do {
                 guard let file else { throw CacheError("its cache file is closed") }
                 let digest = try file.sha256Digest(of: bytes)
-                check = digest == expected ? .matched : .mismatched(digest.map { String(format: "%02x", $0) }.joined())
+                check = digest == expected ? .matched : .mismatched(digest.lowercaseHex)
             } catch {
                 check = .unreadable("\(error)")
             }

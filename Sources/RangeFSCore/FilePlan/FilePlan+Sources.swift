@@ -31,7 +31,9 @@ extension FilePlan {
 
     /// The source a request started now would ask (the record's when none is usable).
     func preferredSource(now: ContinuousClock.Instant) -> FetchSource {
-        sources.best(now: now).flatMap { sources.all[$0].fetch } ?? source
+        // Asked on every read: a file with one URL has nothing to rank.
+        guard !sources.isSingle else { return source }
+        return sources.best(now: now).flatMap { sources.all[$0].fetch } ?? source
     }
 
     /// Each mirror not asked about yet is probed (its size, its validator) before its first range.

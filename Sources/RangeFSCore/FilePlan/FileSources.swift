@@ -177,13 +177,13 @@ struct FileSources {
     // MARK: Bytes not durable yet
 
     mutating func wrote(_ bytes: Range<UInt64>, from index: Int) {
-        var ranges = all[index].unsettled
-        if let last = ranges.last, last.upperBound == bytes.lowerBound {
-            ranges[ranges.count - 1] = last.lowerBound..<bytes.upperBound
+        // In place: a copy of the list on every write of a transfer would cost for nothing.
+        if let last = all[index].unsettled.last, last.upperBound == bytes.lowerBound {
+            all[index].unsettled[all[index].unsettled.count - 1] = last.lowerBound..<bytes.upperBound
         } else {
-            ranges.append(bytes)
+            all[index].unsettled.append(bytes)
         }
-        all[index].unsettled = ranges.count > 64 ? ranges.merged() : ranges
+        if all[index].unsettled.count > 64 { all[index].unsettled = all[index].unsettled.merged() }
     }
 
     /// Forgets the ranges `isSettled` says are durable now.

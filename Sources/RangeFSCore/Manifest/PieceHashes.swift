@@ -58,7 +58,7 @@ public struct PieceHashes: Sendable, Hashable {
 
     /// Piece `index`'s SHA-256 as 64 lowercase hexadecimal digits.
     public func hexDigest(ofPiece index: Int) -> String {
-        digest(ofPiece: index).map { String(format: "%02x", $0) }.joined()
+        digest(ofPiece: index).lowercaseHex
     }
 
     private static func bytes(ofHex hex: String) -> [UInt8]? {

@@ -53,7 +53,13 @@ public struct FetchSource: Sendable, Equatable {
     /// The headers for a request to `requestURL`: the manifest's, except that credentials do
     /// not follow a redirect to another server (as libcurl's own redirects behave).
     public func requestHeaders(_ headers: [String: String], origin: URL) -> [String: String] {
-        guard let location, Self.server(of: location) != Self.server(of: origin) else { return headers }
+        Self.headers(headers, sentTo: location ?? origin, origin: origin)
+    }
+
+    /// The manifest's `headers` for a request to `target`: all of them on the manifest URL's
+    /// server, none of its credentials on another (a redirect's target, a mirror).
+    public static func headers(_ headers: [String: String], sentTo target: URL, origin: URL) -> [String: String] {
+        guard server(of: target) != server(of: origin) else { return headers }
         return headers.filter { name, _ in
             let lowered = name.lowercased()
             return lowered != "authorization" && lowered != "cookie"
