@@ -36,6 +36,8 @@ sources_for() {
             # Compact storage the manifest's entries and clash check are built on.
             echo "$CORE/Support/PositionTable.swift"
             echo "$CORE/Support/String+SameBytes.swift"
+            # Piece digests print as hex.
+            echo "$CORE/Support/HexDigits.swift"
             # S3 listing replies and error documents (not the signer, which needs swift-crypto).
             for file in S3XMLElement BucketListingPage BucketDirectory S3ErrorReply S3FailureExplanation; do
                 echo "$CORE/S3/$file.swift"
