@@ -172,7 +172,7 @@ func humanBytes(bytes: UInt64, expected: String) {
 @Test func aFileWithMirrorsShowsEachSourceBelowItsRowInTheJSONAndInItsAttribute() throws {
     var mirrored = file("iso/debian.iso", .partial, size: 40 * mebibyte, cached: 10 * mebibyte, rate: 2 * mebibyte)
     mirrored.sources = [
-        SourceStatus(url: "https://a.example/debian.iso", state: .ok, reason: nil, bytesPerSecond: 2 * mebibyte),
+        SourceStatus(url: "https://a.example/debian.iso", state: .ok, reason: nil, bytesPerSecond: 2 * mebibyte, requests: 2),
         SourceStatus(url: "https://b.example/debian.iso", state: .backingOff, reason: "HTTP status 503", bytesPerSecond: nil),
         SourceStatus(url: "https://c.example/debian.iso", state: .dropped,
                      reason: "its size is 1000 bytes where the file has 41943040", bytesPerSecond: nil),
@@ -181,7 +181,7 @@ func humanBytes(bytes: UInt64, expected: String) {
     let status = mount([mirrored, file("plain.bin", .remote, size: 1)])
     #expect(StatusReport.lines(status) == [
         "iso/debian.iso  partial   10.0 MiB / 40.0 MiB  [#####---------------]  25%  2.0 MiB/s",
-        "    https://a.example/debian.iso ok 2.0 MiB/s",
+        "    https://a.example/debian.iso ok 2.0 MiB/s, 2 requests",
         "    https://b.example/debian.iso backing off: HTTP status 503",
         "    https://c.example/debian.iso dropped: its size is 1000 bytes where the file has 41943040",
         "    https://d.example/debian.iso not asked yet",

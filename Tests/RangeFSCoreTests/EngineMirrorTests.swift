@@ -84,6 +84,8 @@ struct EngineMirrorTests {
         #expect(try engine.read(file, 0..<65_536).value == Self.slice(0..<65_536))
         #expect(Self.sourcesSettle(file))
         #expect(mirrors.gets(0).count == 1 && mirrors.gets(1).isEmpty, "the first source is the best while it works")
+        // Its first transfer has ended (a source still serving one would pass the next to the other).
+        #expect(FilesystemHarness.eventually(timeout: 5) { file.snapshot.activeTransfers == 0 })
 
         mirrors.servers[0].inject(.status(503), times: 100, for: "a.bin", method: "GET")
         let started = Date()
@@ -130,7 +132,10 @@ struct EngineMirrorTests {
         #expect(lines[1] == "\(mirrors.urls[1].absoluteString) dropped: its size is 200000 bytes where the file has 262144")
         // Without the first source, the file still fails rather than take the other copy's bytes.
         mirrors.servers[0].remove("a.bin")
-        _ = engine.catalog.evict(entries: [engine.entry("a.bin")])
+        // Evicted once its transfer has ended and its blocks are committed (a busy file is kept).
+        #expect(FilesystemHarness.eventually(timeout: 5) { file.snapshot.activeTransfers == 0 })
+        engine.drainCommits()
+        #expect(engine.catalog.evict(entries: [engine.entry("a.bin")]).isEmpty)
         #expect(try engine.read(file, 0..<4096).error != nil)
         #expect(mirrors.gets(1).isEmpty, "no range was asked of the copy of another size")
     }
@@ -146,6 +151,56 @@ struct EngineMirrorTests {
         #expect(FilesystemHarness.eventually(timeout: 10) { file.sourceStatuses.map(\.state) == [.dropped, .ok] },
                 "\(file.sourceStatuses)")
         #expect(mirrors.gets(0).isEmpty, "no range was asked of the copy of another size")
+    }
+
+    /// The prefetcher's settings for these tests: `downloads` slots of `chunk` bytes.
+    static func prefetching(downloads: Int = 3, chunk: UInt64) -> Prefetcher.Configuration {
+        var configuration = Prefetcher.Configuration()
+        configuration.policy = .all
+        configuration.maxDownloads = downloads
+        configuration.chunkBytes = chunk
+        return configuration
+    }
+
+    /// An engine whose `name` (of `bytes`) is served by every one of `mirrors`, the prefetcher
+    /// configured but not started, once every source was asked about.
+    static func engine(over mirrors: Mirrors, bytes: [UInt8], prefetch: Prefetcher.Configuration) throws -> (FetchEngineHarness, CachedFile) {
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": Array(mirrors.urls.dropFirst())], prefetch: prefetch)
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Array(bytes[0..<4096]))
+        #expect(Self.sourcesSettle(file))
+        return (engine, file)
+    }
+
+    @Test func backgroundWorkOnOneFileGoesToEveryMirrorAtOnce() throws {
+        let mirrors = try Mirrors(3)
+        // Each reply comes 100 ms late, so the three slots' transfers overlap.
+        for server in mirrors.servers { server.configure("a.bin", PathOptions(latency: .milliseconds(100))) }
+        let (engine, file) = try Self.engine(over: mirrors, bytes: Self.data, prefetch: Self.prefetching(chunk: 64 * 1024))
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 20) { file.isComplete })
+        let ranges = (0..<3).map { index in mirrors.gets(index).filter { $0.range != nil } }
+        #expect(ranges.allSatisfy { !$0.isEmpty }, "each mirror served part of the file: \(ranges)")
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+    }
+
+    @Test func theTailOfASlowMirrorsChunkIsFetchedFromAFasterOne() throws {
+        let bytes = FetchEngineHarness.bytes(2 * 1024 * 1024, seed: 5)
+        let mirrors = try Mirrors(3, bytes: bytes)
+        // The last mirror sends 64 KB/s: a 512 KiB chunk of it would take 8 s.
+        mirrors.servers[2].configure("a.bin", PathOptions(bytesPerSecond: 64_000))
+        let chunk: UInt64 = 512 * 1024
+        let (engine, file) = try Self.engine(over: mirrors, bytes: bytes, prefetch: Self.prefetching(chunk: chunk))
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 30) { file.isComplete })
+        #expect(try engine.read(file, 0..<UInt64(bytes.count)).value == bytes)
+        let slow = mirrors.gets(2).filter { $0.range != nil }
+        #expect(!slow.isEmpty, "the slow mirror got a chunk before its speed was known: \(slow)")
+        #expect(slow.allSatisfy { $0.bodyBytesSent < Int(chunk) / 2 },
+                "it was cut short, its tail fetched elsewhere: \(slow.map(\.bodyBytesSent))")
+        let status = file.sourceStatuses
+        #expect(status.map(\.state) == [.ok, .ok, .ok], "slow is not failing: \(status)")
     }
 
     @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {

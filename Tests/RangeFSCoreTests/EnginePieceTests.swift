@@ -39,6 +39,10 @@ struct EnginePieceTests {
         mirrors.servers[0].publish("a.bin", bytes: Self.corrupted)
         // The corrupted copy is slow, so the reader below keeps reading while its bytes arrive.
         mirrors.servers[0].configure("a.bin", PathOptions(bytesPerSecond: 1_000_000))
+        // The good copy answers its probe 0.7 s late, and the reader below asks for piece 1 first:
+        // the corrupted copy, the only source known until then, serves it, and its check must
+        // catch it (once both are known, work is spread over them).
+        mirrors.servers[1].inject(.stallBeforeHeaders(for: .milliseconds(700)), for: "a.bin", method: "HEAD")
         let engine = try FetchEngineHarness(
             files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]], mirrors: ["a.bin": [mirrors.urls[1]]],
             pieces: ["a.bin": try FetchEngineHarness.pieceHashes(of: Self.data, pieceLength: Self.pieceLength)],
@@ -51,7 +55,7 @@ struct EnginePieceTests {
         let stop = Atomic<Bool>(false)
         let reader = Thread {
             while !stop.load(ordering: .relaxed) {
-                for index in 0..<8 {
+                for index in [2, 3, 0, 1, 4, 5, 6, 7] {
                     let bytes = Self.block(index)
                     switch Result(catching: { try FetchEngineHarness.read(file, bytes) }) {
                     case .success(.success(let got)) where got != Self.slice(bytes):

@@ -41,20 +41,39 @@ struct FileSourcesTests {
         #expect(sources.all[0].fetch?.validator == Fixture.validator)
     }
 
-    @Test func theBestSourceHasTheFewestFailuresThenTheBestRateThenComesFirst() {
+    @Test func theBestSourceHasTheFewestFailuresThenWouldServeSoonestThenComesFirst() {
         var sources = Self.probedSources()
         let now = Fixture.start
         #expect(sources.best(now: now) == 0, "the manifest's order breaks ties")
-        sources.measured(2, bytesPerSecond: 2_000_000)
-        sources.measured(0, bytesPerSecond: 1_000_000)
+        sources.measured(0, bytesPerSecond: 1_000_000, at: now)
+        #expect(sources.best(now: now) == 0, "an unmeasured source counts as fast as the fastest measured")
+        sources.measured(1, bytesPerSecond: 500_000, at: now)
+        sources.measured(2, bytesPerSecond: 2_000_000, at: now)
         #expect(sources.best(now: now) == 2, "then the fastest measured")
         sources.backOff(2, after: .status(503), now: now, policy: Self.policy)
         #expect(sources.best(now: now) == 0, "a source backing off is passed over")
-        let later = now + .seconds(60)
+        let later = now + .seconds(20)
         #expect(sources.best(now: later) == 0, "out of its backoff, its failure still ranks it last")
         sources.succeeded(2)
         #expect(sources.best(now: later) == 2)
         #expect(sources.best(now: later, avoiding: 2) == 0, "a retry goes elsewhere when it can")
+    }
+
+    @Test func requestsSpreadOverTheSourcesByTheirLoadAndSpeed() {
+        var sources = Self.probedSources()
+        let now = Fixture.start
+        #expect(sources.best(now: now, running: [1, 0, 0]) == 1, "a source serving nothing yet comes before a busy one")
+        #expect(sources.best(now: now, running: [1, 1, 0]) == 2)
+        #expect(sources.best(now: now, running: [1, 1, 1]) == 0)
+        sources.measured(0, bytesPerSecond: 10_000_000, at: now)
+        sources.measured(1, bytesPerSecond: 10_000_000, at: now)
+        sources.measured(2, bytesPerSecond: 1_000_000, at: now)
+        #expect(sources.best(now: now, running: [1, 1, 0]) == 0,
+                "a source ten times slower than the others gets nothing while they serve one request each")
+        #expect(sources.best(now: now, running: [10, 10, 0]) == 2, "but once they are busier than that is worth")
+        let muchLater = now + Self.policy.sourceSpeedMemory + .seconds(1)
+        #expect(sources.best(now: muchLater, running: [1, 1, 0]) == 2,
+                "speeds measured long ago are forgotten: the slow source is tried again, it may have recovered")
     }
 
     @Test func theBackoffGrowsWithEachFailureInARowAndASuccessEndsIt() {
@@ -123,6 +142,66 @@ struct FileSourcesTests {
     static func requested(_ plan: inout FilePlan, _ id: Int, at elapsed: Duration = .zero) -> URL? {
         guard case .request(let source) = plan.beginAttempt(id, now: Fixture.start + elapsed) else { return nil }
         return source.requestURL(origin: Fixture.origin)
+    }
+
+    /// A plan of a 1 MiB file (16 blocks) with two mirrors, both probed and measured at `speeds`.
+    static func largePlanWithMirrors(_ speeds: [Double]) -> FilePlan {
+        var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 16 * Fixture.block, blockSize: Fixture.block),
+                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 16), complete: false, streamOnly: false,
+                            expectedSHA256: nil, source: FetchSource(location: nil, validator: Fixture.validator),
+                            mirrors: mirrors)
+        _ = plan.probeNewSources()
+        for index in [1, 2] {
+            let info = RemoteFileInfo(size: 16 * Fixture.block, validator: Fixture.validator, modified: nil)
+            _ = plan.sourceProbed(index, .success(info), now: Fixture.start)
+        }
+        for (index, speed) in zip([1, 2], speeds) { plan.sources.measured(index, bytesPerSecond: speed, at: Fixture.start) }
+        return plan
+    }
+
+    /// Background transfer #0 of the whole file, asked of the first source, brings 4 KiB and then
+    /// 100 KB in the next second: 100 KB/s.
+    static func slowBackgroundTransfer(_ plan: inout FilePlan) {
+        #expect(plan.background(0..<(16 * Fixture.block)) == ["fetch #0 0..<1048576 background"])
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        _ = plan.write(0, 0..<4096)
+        _ = plan.write(0, 4096..<104_096, at: .seconds(1))
+        _ = plan.takeReservation(of: 0, for: 104_096)
+        #expect(plan.nextBackgroundPiece(maxBytes: 1 << 20) == nil, "every missing byte is on its way")
+    }
+
+    @Test func aSlowSourcesTailGoesToAFasterOneOnceEveryMissingByteIsOnItsWay() {
+        var plan = Self.largePlanWithMirrors([5_000_000, 10_000_000])
+        Self.slowBackgroundTransfer(&plan)
+        let actions = plan.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in })
+        // 944,480 bytes left at 100 KB/s (9.4 s): the slow one keeps 1/101 of them, to the next block.
+        #expect(actions.map(Fixture.lines) == ["log info", "fetch #1 131072..<1048576 background"])
+        #expect(plan.transfers[0]?.bytes == 0..<131_072 && plan.transfers[0]?.cut == true)
+        #expect(plan.transfers[1]?.reserved == 1_048_576 - 131_072, "the budget's promise moved with the bytes")
+        #expect(plan.transfers[0].map { $0.reserved + plan.transfers[1]!.reserved } == 1_048_576 - 104_096,
+                "and nothing was promised twice")
+        #expect(Self.requested(&plan, 1) == Fixture.otherMirror, "the tail goes to the fastest source")
+        #expect(plan.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in }) == nil,
+                "the slow one's rest is short now: nothing more moves")
+    }
+
+    @Test func noTailMovesWhenNoOtherSourceIsTwiceAsFastOrTheTransferEndsSoon() {
+        var plan = Self.largePlanWithMirrors([150_000, 150_000])
+        Self.slowBackgroundTransfer(&plan)
+        #expect(plan.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in }) == nil)
+        var quick = Self.largePlanWithMirrors([5_000_000, 10_000_000])
+        #expect(quick.background(0..<(2 * Fixture.block)) == ["fetch #0 0..<131072 background"])
+        _ = Self.requested(&quick, 0)
+        _ = quick.write(0, 0..<4096)
+        _ = quick.write(0, 4096..<104_096, at: .seconds(1))
+        #expect(quick.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in }) == nil,
+                "0.3 s left: not worth a second request")
+        var single = PlanFixture.plan(size: 16 * Fixture.block)
+        _ = single.background(0..<(16 * Fixture.block))
+        _ = single.write(0, 0..<4096)
+        _ = single.write(0, 4096..<104_096, at: .seconds(1))
+        #expect(single.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in }) == nil,
+                "a file with one URL has nowhere else to go")
     }
 
     @Test func aTransientFailureSendsTheRestToAnotherSourceAtOnce() {

@@ -84,7 +84,7 @@ public final class CachedFile: Sendable {
     /// Each of the file's sources (its URL, then its mirrors) and how it is doing.
     public var sourceStatuses: [SourceStatus] {
         let now = ContinuousClock.now
-        return state.withLock { $0.plan.sources.statuses(now: now) }
+        return state.withLock { $0.plan.sources.statuses(now: now, running: $0.plan.runningPerSource()) }
     }
 
     // MARK: Opening and closing
@@ -212,7 +212,10 @@ public final class CachedFile: Sendable {
                 let actions = state.plan.planStream()
                 return actions.isEmpty ? nil : actions
             }
-            guard let piece = state.plan.nextBackgroundPiece(maxBytes: maxBytes) else { return nil }
+            guard let piece = state.plan.nextBackgroundPiece(maxBytes: maxBytes) else {
+                // Every missing byte is on its way: a slow mirror's tail may go to a faster one.
+                return state.plan.takeOverSlowTail(now: .now, onFinish: onFinish)
+            }
             do {
                 _ = try openDataFile(&state)
             } catch {

@@ -22,6 +22,13 @@ public struct FetchPolicy: Sendable {
     /// of them have arrived, after its first ones.
     public var rateSample: Duration = .milliseconds(100)
     public var rateSampleBytes: UInt64 = 256 * 1024
+    /// A mirror's speed is trusted this long after it was measured; then it counts as unknown,
+    /// and the mirror gets work again as if it were fast (`FileSources.best`).
+    public var sourceSpeedMemory: Duration = .seconds(30)
+    /// A background transfer from a mirror that would take longer than this to finish, where
+    /// another mirror is at least twice as fast, hands the tail of its bytes to that mirror
+    /// once every missing byte of the file is on its way (`FilePlan.takeOverSlowTail`).
+    public var slowTailLimit: Duration = .seconds(2)
     /// A read still waiting after this long fails with EIO instead of hanging.
     public var readDeadline: Duration = .seconds(120)
     /// Speed cap of each background transfer (`--max-rate` shared by the background slots).

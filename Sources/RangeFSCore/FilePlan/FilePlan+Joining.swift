@@ -52,7 +52,7 @@ extension FilePlan {
 
     /// Makes transfer `id` end where `block` starts. Returns the bytes the budget promised it
     /// beyond that, or nil when it cannot be cut there (it has passed that point).
-    private mutating func cut(_ id: Int, atBlock block: Int) -> UInt64? {
+    mutating func cut(_ id: Int, atBlock block: Int) -> UInt64? {
         guard var transfer = transfers[id] else { return nil }
         let end = layout.byteRange(ofBlock: block).lowerBound
         guard transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }

@@ -21,11 +21,13 @@ extension FilePlan {
             transfers[id]?.source = 0
             return .request(source)
         }
-        guard let index = sources.best(now: now, avoiding: transfer.source) else {
+        guard let index = sources.best(now: now, avoiding: transfer.source, running: runningPerSource(besides: id),
+                                       speedMemory: policy.sourceSpeedMemory) else {
             return .later(waitForSource(id, now: now))
         }
         transfers[id]?.source = index
         transfers[id]?.parked = false
+        transfers[id]?.attemptStarted = (now, transfer.written)
         return .request(sources.all[index].fetch!)
     }
 
@@ -33,7 +35,58 @@ extension FilePlan {
     func preferredSource(now: ContinuousClock.Instant) -> FetchSource {
         // Asked on every read: a file with one URL has nothing to rank.
         guard !sources.isSingle else { return source }
-        return sources.best(now: now).flatMap { sources.all[$0].fetch } ?? source
+        return sources.best(now: now, running: runningPerSource(), speedMemory: policy.sourceSpeedMemory)
+            .flatMap { sources.all[$0].fetch } ?? source
+    }
+
+    /// The transfers each source serves now (by index into `sources.all`), leaving out `id`
+    /// (the transfer being placed) and those waiting for a source.
+    func runningPerSource(besides id: Int? = nil) -> [Int] {
+        var running = Array(repeating: 0, count: sources.all.count)
+        for (other, transfer) in transfers where other != id && !transfer.parked {
+            if let index = transfer.source { running[index] += 1 }
+        }
+        return running
+    }
+
+    /// The end of a file's background work, with mirrors: every missing byte is on its way and
+    /// a background transfer would still take longer than `slowTailLimit` at its speed, where
+    /// another usable source is at least twice as fast. That transfer is cut where both would
+    /// end at about the same time, and a new background transfer brings the rest (`best` sends
+    /// it to the faster source); the budget's promise for those bytes moves with them. Without
+    /// this, one slow mirror holding the last chunk would hold the file's completion.
+    /// Nil when no transfer is worth splitting.
+    mutating func takeOverSlowTail(now: ContinuousClock.Instant, onFinish: @escaping @Sendable (Bool) -> Void) -> [Action]? {
+        guard !sources.isSingle, invalidated == nil, !streamOnly else { return nil }
+        var slowest: (id: Int, seconds: Double, rate: Double)?
+        for (id, transfer) in transfers.sorted(by: { $0.key < $1.key })
+        where !transfer.forReader && !transfer.wholeBody && !transfer.parked && transfer.source != nil {
+            guard let rate = transfer.bytesPerSecond(at: now, policy: policy), rate > 0 else { continue }
+            let seconds = Double(transfer.bytes.upperBound - transfer.frontier) / rate
+            if seconds > slowest?.seconds ?? policy.slowTailLimit.timeInterval { slowest = (id, seconds, rate) }
+        }
+        guard let slowest, let from = transfers[slowest.id]?.source,
+              let to = sources.best(now: now, avoiding: from, running: runningPerSource(), speedMemory: policy.sourceSpeedMemory),
+              to != from else { return nil }
+        let measured = sources.all.indices.compactMap { sources.speed(of: $0, now: now, memory: policy.sourceSpeedMemory) }
+        let otherRate = sources.speed(of: to, now: now, memory: policy.sourceSpeedMemory) ?? measured.max() ?? 0
+        guard otherRate >= 2 * slowest.rate, let transfer = transfers[slowest.id] else { return nil }
+        // The slow one keeps the share it brings in the time the other needs for the rest.
+        let kept = UInt64(Double(transfer.bytes.upperBound - transfer.frontier) * slowest.rate / (slowest.rate + otherRate))
+        // At the first block boundary past that share (`cut` refuses one the transfer has passed).
+        let cutBlock = Int((transfer.frontier + max(kept, 1) + layout.blockSize - 1) / layout.blockSize)
+        guard cutBlock < layout.blockCount, let released = cut(slowest.id, atBlock: cutBlock) else { return nil }
+        let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
+        let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
+        let id = nextTransferID
+        nextTransferID += 1
+        var taken = Transfer(bytes: tail, blocks: layout.blocks(covering: tail), urgency: TransferUrgency(.background),
+                             onFinish: onFinish)
+        taken.forReader = false
+        taken.reserved = released
+        taken.mayBeHeldBack = true
+        transfers[id] = taken
+        return [log, .fetch(id: id, bytes: tail, urgency: taken.urgency)]
     }
 
     /// Each mirror not asked about yet is probed (its size, its validator) before its first range.
@@ -105,6 +158,17 @@ extension FilePlan {
         return (actions + waitForSource(id, now: now, orRetryNow: true), false)
     }
 
+    /// Transfer `id` ended well: its source is ok, and, for a file with mirrors, measured from
+    /// the whole attempt when the transfer was too quick to be measured as it ran (a fast
+    /// mirror must not count as unknown, which `best` takes for as fast as the fastest measured).
+    mutating func sourceSucceeded(_ transfer: Transfer, now: ContinuousClock.Instant) {
+        guard let index = transfer.source else { return }
+        sources.succeeded(index)
+        guard !sources.isSingle, transfer.bytesPerSecond(at: now, policy: policy) == nil,
+              let started = transfer.attemptStarted, now > started.at, transfer.written > started.written else { return }
+        sources.measured(index, bytesPerSecond: Double(transfer.written - started.written) / (now - started.at).timeInterval, at: now)
+    }
+
     /// No source serves the file any more: every transfer ends and every waiting reader fails,
     /// naming each source and why.
     mutating func noSourceLeft() -> [Action] {
@@ -132,7 +196,7 @@ extension FilePlan {
         for piece in pieceIndices(covering: bytes) { pieceWriters[piece, default: []].insert(index) }
         guard !sources.isSingle else { return }
         sources.wrote(bytes, from: index)
-        if let speed = transfer.bytesPerSecond(at: now, policy: policy) { sources.measured(index, bytesPerSecond: speed) }
+        if let speed = transfer.bytesPerSecond(at: now, policy: policy) { sources.measured(index, bytesPerSecond: speed, at: now) }
     }
 
     // MARK: Helpers

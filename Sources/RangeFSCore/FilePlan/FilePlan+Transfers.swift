@@ -72,7 +72,7 @@ extension FilePlan {
             transfers[id] = nil
             actions += releasing(transfer)
             lastFailure = nil
-            if let index = transfer.source { sources.succeeded(index) }
+            sourceSucceeded(transfer, now: now)
         case .failure(let error):
             let remainder = transfer.frontier..<transfer.bytes.upperBound
             if let (handled, gone) = failedAtSource(id, error, now: now) {

@@ -119,6 +119,9 @@ struct FilePlan {
         var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
         /// The source its current attempt asks (an index into `sources.all`); nil before it starts.
         var source: Int?
+        /// When its current attempt started, and `written` then (a mirror's speed, for a
+        /// transfer too quick for `rateSample`, is measured from its whole attempt).
+        var attemptStarted: (at: ContinuousClock.Instant, written: UInt64)?
         /// Waiting for a source to be found usable (its probe): it starts again when one is.
         var parked = false
         var frontier: UInt64 { bytes.lowerBound + written }

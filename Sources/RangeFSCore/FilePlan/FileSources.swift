@@ -6,6 +6,12 @@ import Foundation
 /// mirrors' validators differ. A source is ok, backing off after transient failures (a delay
 /// that doubles with each failure in a row), or dropped for this file: its copy differs (size,
 /// validator) or it does not serve the file. A file with one URL has one source, always used.
+///
+/// Requests are spread (aria2's `--split`): each goes where it would be served soonest, judged
+/// by the requests a source is serving already and its speed per request (`best`). So a file's
+/// transfers go to every healthy source at once, a slow source gets work only while the fast
+/// ones are busier than its slowness is worth, and a source whose speed was last measured
+/// long ago is tried again as if it were fast (it may have recovered).
 struct FileSources {
     struct Source {
         /// The URL the manifest gives.
@@ -18,8 +24,9 @@ struct FileSources {
         var health = Health.ok
         /// Transient failures in a row (requests or probes); a success resets them.
         var failures = 0
-        /// Its latest measured speed, nil before one was measured.
+        /// Its latest measured speed per request, and when it was measured; nil before.
         var bytesPerSecond: Double?
+        var measuredAt: ContinuousClock.Instant?
         /// The last error it met, for messages.
         var lastError: String?
         /// Bytes it wrote whose blocks are not durable yet: forgotten if its copy turns out to differ.
@@ -78,19 +85,34 @@ struct FileSources {
         }
     }
 
-    /// Where the next request goes: among the usable sources, the fewest failures in a row,
-    /// then the fastest measured, then the manifest's order. `avoiding` is passed over when
-    /// another source is usable (a retry after a failure goes elsewhere).
-    func best(now: ContinuousClock.Instant, avoiding: Int? = nil) -> Int? {
+    /// Where the next request goes: among the usable sources, the fewest failures in a row, then
+    /// the one that would serve it soonest — `(requests it serves now + 1) / its speed` — then the
+    /// manifest's order. `running[i]`: the requests source `i` serves now (none when absent). A
+    /// source with no speed measured within `speedMemory` counts as fast as the fastest that has
+    /// one, so every source gets tried and a slow one is tried again later. `avoiding` is passed
+    /// over when another source is usable (a retry after a failure goes elsewhere).
+    func best(now: ContinuousClock.Instant, avoiding: Int? = nil, running: [Int] = [],
+              speedMemory: Duration = FetchPolicy().sourceSpeedMemory) -> Int? {
         let usable = all.indices.filter { isUsable($0, now: now) }
         let candidates = usable.count > 1 ? usable.filter { $0 != avoiding } : usable
+        let speeds = all.indices.map { speed(of: $0, now: now, memory: speedMemory) }
+        // Unmeasured counts as the fastest measured; with none measured, load alone decides.
+        let assumed = speeds.compactMap { $0 }.max() ?? 1
+        func wait(_ index: Int) -> Double {
+            Double((index < running.count ? running[index] : 0) + 1) / max(speeds[index] ?? assumed, 1)
+        }
         return candidates.min { a, b in
-            let (first, second) = (all[a], all[b])
-            if first.failures != second.failures { return first.failures < second.failures }
-            let (firstRate, secondRate) = (first.bytesPerSecond ?? 0, second.bytesPerSecond ?? 0)
-            if firstRate != secondRate { return firstRate > secondRate }
+            if all[a].failures != all[b].failures { return all[a].failures < all[b].failures }
+            let (first, second) = (wait(a), wait(b))
+            if first != second { return first < second }
             return a < b
         }
+    }
+
+    /// Source `index`'s speed per request, when measured within `memory` before `now`.
+    func speed(of index: Int, now: ContinuousClock.Instant, memory: Duration) -> Double? {
+        guard let rate = all[index].bytesPerSecond, let at = all[index].measuredAt, now - at <= memory else { return nil }
+        return rate
     }
 
     /// When the first source backing off may be asked again; nil when none is backing off
@@ -170,8 +192,9 @@ struct FileSources {
         all[index].probing = true
     }
 
-    mutating func measured(_ index: Int, bytesPerSecond: Double) {
+    mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant) {
         all[index].bytesPerSecond = bytesPerSecond
+        all[index].measuredAt = now
     }
 
     // MARK: Bytes not durable yet
@@ -237,16 +260,28 @@ public struct SourceStatus: Sendable, Equatable, Codable {
     public var state: State
     /// Why it is dropped or backing off.
     public var reason: String?
-    /// Its latest measured speed, bytes per second.
+    /// Its latest measured speed per request, bytes per second.
     public var bytesPerSecond: UInt64?
+    /// The file's requests it serves now (nil: none).
+    public var requests: Int?
+
+    public init(url: String, state: State, reason: String?, bytesPerSecond: UInt64?, requests: Int? = nil) {
+        self.url = url
+        self.state = state
+        self.reason = reason
+        self.bytesPerSecond = bytesPerSecond
+        self.requests = requests
+    }
 }
 
 extension FileSources {
-    func statuses(now: ContinuousClock.Instant) -> [SourceStatus] {
+    /// `running[i]`: the requests source `i` serves now.
+    func statuses(now: ContinuousClock.Instant, running: [Int] = []) -> [SourceStatus] {
         all.indices.map { index in
             let source = all[index]
+            let requests = index < running.count && running[index] > 0 ? running[index] : nil
             var status = SourceStatus(url: source.url.redactedForDisplay, state: .ok, reason: nil,
-                                      bytesPerSecond: source.bytesPerSecond.map { UInt64($0) })
+                                      bytesPerSecond: source.bytesPerSecond.map { UInt64($0) }, requests: requests)
             switch source.health {
             case .dropped(let why):
                 status.state = .dropped
@@ -263,11 +298,12 @@ extension FileSources {
 }
 
 extension SourceStatus {
-    /// One line: `URL ok 1.2 MiB/s`, `URL backing off: HTTP status 503`, `URL dropped: why`,
+    /// One line: `URL ok 1.2 MiB/s, 2 requests`, `URL backing off: HTTP status 503`, `URL dropped: why`,
     /// `URL not asked yet` (status rows and the `user.rangefs.sources` attribute).
     public var summary: String {
         switch state {
         case .ok: url + " ok" + (bytesPerSecond.flatMap { $0 > 0 ? " " + HumanBytes.rate($0) : nil } ?? "")
+            + (requests.map { ", \($0) request" + ($0 == 1 ? "" : "s") } ?? "")
         case .unknown: url + " not asked yet"
         case .backingOff: url + " backing off" + (reason.map { ": " + $0 } ?? "")
         case .dropped: url + " dropped" + (reason.map { ": " + $0 } ?? "")

@@ -30,6 +30,10 @@ public final class Prefetcher: Sendable {
         public var openGrace: Duration = .milliseconds(15)
         /// How often background work that stopped at the cache's limits looks for room again.
         public var spacePollInterval: Duration = .seconds(1)
+        /// While slots are free and transfers run, how often the prefetcher looks again for work:
+        /// a slow mirror's tail can be taken over only once its speed is known
+        /// (`CachedFile.fetchNextMissing`), which no transfer's end may announce for a while.
+        public var idleSlotRecheck: Duration = .milliseconds(500)
 
         public init() {}
     }
@@ -55,6 +59,8 @@ public final class Prefetcher: Sendable {
         /// Stopped at the cache's limits (free-space floor or size limit) until there is room.
         var waitingForSpace = false
         var hostShares = HostShares()
+        /// A look for work is due after `idleSlotRecheck`.
+        var recheckScheduled = false
     }
 
     /// How far ahead of its place the manifest walk looks for work on a server with none running.
@@ -158,6 +164,7 @@ public final class Prefetcher: Sendable {
                 releaseSlot()
                 if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
                     wakeAfterRest()
+                    recheckWhileRunning()
                 } else {
                     waitForSpace()
                 }
@@ -227,6 +234,20 @@ public final class Prefetcher: Sendable {
         guard let wake else { return }
         let delay = max(Duration.zero, wake - ContinuousClock.now) + .milliseconds(10)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in pump() }
+    }
+
+    /// A slot is free while transfers run: look for work again a little later (see `idleSlotRecheck`).
+    private func recheckWhileRunning() {
+        let due = state.withLock { state -> Bool in
+            guard !state.stopped, !state.paused, state.running > 0, !state.recheckScheduled else { return false }
+            state.recheckScheduled = true
+            return true
+        }
+        guard due else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.idleSlotRecheck.timeInterval) { [self] in
+            state.withLock { $0.recheckScheduled = false }
+            pump()
+        }
     }
 
     private func reserveSlot() -> Bool {
