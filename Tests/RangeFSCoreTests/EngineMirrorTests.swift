@@ -203,6 +203,27 @@ struct EngineMirrorTests {
         #expect(status.map(\.state) == [.ok, .ok, .ok], "slow is not failing: \(status)")
     }
 
+    @Test func aRefreshWithAnotherMirrorListUsesTheNewMirrors() throws {
+        let mirrors = try Mirrors(3)
+        let engine = try FetchEngineHarness(files: [:], entries: ["a.bin"], urls: ["a.bin": mirrors.urls[0]],
+                                            mirrors: ["a.bin": [mirrors.urls[1]]])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(file, 0..<65_536).value == Self.slice(0..<65_536))
+        #expect(Self.sourcesSettle(file))
+
+        var refreshed = engine.catalog.manifest
+        refreshed.entries[0].mirrors = [mirrors.urls[2]]
+        #expect(engine.catalog.replaceManifest(with: refreshed) == [0], "the same entry, with what it had cached")
+        mirrors.servers[0].remove("a.bin")
+        mirrors.servers[1].remove("a.bin")
+        #expect(try engine.read(file, 65_536..<262_144).value == Self.slice(65_536..<262_144))
+        #expect(mirrors.gets(1).isEmpty, "the mirror no longer listed is not asked")
+        #expect(!mirrors.gets(2).isEmpty)
+        let states = file.sourceStatuses
+        #expect(states.map(\.url) == [mirrors.urls[0], mirrors.urls[2], mirrors.urls[1]].map(\.absoluteString))
+        #expect(states[2].state == .dropped && states[2].reason == "no longer in the manifest", "\(states)")
+    }
+
     @Test func whenEverySourceFailsTheReadFailsWithEIONamingEachOne() throws {
         let mirrors = try Mirrors(3)
         let (engine, file) = try Self.readingFromEvery(mirrors)

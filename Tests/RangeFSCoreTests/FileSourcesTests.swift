@@ -109,6 +109,35 @@ struct FileSourcesTests {
                 + "http://127.0.0.1/mirror-b/file.bin (dropped: HTTP status 404)")
     }
 
+    @Test func aRefreshedMirrorListKeepsWhatItKnowsAndDropsWhatItNoLongerLists() {
+        var sources = Self.probedSources()
+        sources.measured(2, bytesPerSecond: 1_000_000, at: Fixture.start)
+        let third = URL(string: "http://127.0.0.1/mirror-c/file.bin")!
+        #expect(sources.relist(mirrors: [Fixture.otherMirror, third]) == [0, 3, 1])
+        #expect(sources.all.map(\.url) == [Fixture.origin, Fixture.otherMirror, third, Fixture.mirror])
+        #expect(sources.all[1].bytesPerSecond == 1_000_000 && sources.all[1].fetch?.validator.etag == "\"m2\"",
+                "a mirror still listed keeps what was learned of it")
+        #expect(sources.takeUnprobed() == [2], "a new one is asked about before its first range")
+        let states = sources.statuses(now: Fixture.start)
+        #expect(states[3].state == .dropped && states[3].reason == "no longer in the manifest", "\(states)")
+        #expect(sources.recorded == 0)
+    }
+
+    @Test func aRunningTransferFollowsItsSourceWhenTheListChangesAndAStaleProbeIsIgnored() {
+        var plan = Self.planWithMirrors()
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        #expect(plan.read(Fixture.block..<(2 * Fixture.block)) == ["fetch #1 65536..<131072", "wait #1"])
+        #expect(Self.requested(&plan, 1) == Fixture.mirror, "the origin serves #0: #1 goes to the next")
+        #expect(Fixture.lines(plan.relist(mirrors: [Fixture.otherMirror])).isEmpty, "both mirrors were asked about already")
+        #expect(plan.transfers[1]?.source == 2, "#1 still names the mirror it asks, now last and dropped")
+        #expect(plan.sources.isDropped(2))
+        let info = RemoteFileInfo(size: 1, validator: Fixture.validator, modified: nil)
+        #expect(Fixture.lines(plan.sourceProbed(1, .success(info), now: Fixture.start, probed: Fixture.mirror)).isEmpty)
+        #expect(!plan.sources.isDropped(1), "an answer about the mirror once at index 1 does not touch the one there now")
+        _ = plan.end(1, .failure(.status(503)))
+        #expect(Self.requested(&plan, 1) == Fixture.otherMirror, "its retry goes to a mirror still listed")
+    }
+
     @Test func aProbeThatKeepsFailingIsAskedAgainLaterThenDropped() {
         var sources = FileSources(origin: Fixture.origin, mirrors: [Fixture.mirror],
                                   stored: FetchSource(location: nil, validator: Fixture.validator))

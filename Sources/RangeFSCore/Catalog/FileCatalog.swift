@@ -214,9 +214,11 @@ public final class FileCatalog: Sendable {
     }
 
     /// `rangefs refresh`: makes `newManifest` the current one. Entries whose path, URL and
-    /// headers are unchanged keep their index (and everything cached); the others get new
-    /// indices. Returns the indices of the new manifest's entries, in its order.
+    /// headers are unchanged keep their index (and everything cached), taking the new entry's
+    /// sha256, mirrors and piece hashes; the others get new indices. Returns the indices of the
+    /// new manifest's entries, in its order.
     public func replaceManifest(with newManifest: Manifest) -> [Int] {
+        var relisted: [Int] = []
         let active = table.withLock { table in
             var reusable: [EntryIdentity: Int] = [:]
             for index in table.active {
@@ -227,6 +229,12 @@ public final class FileCatalog: Sendable {
             for entry in newManifest.entries {
                 if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
                     table.all.entries[index].sha256 = entry.sha256
+                    if table.all.entries[index].mirrors != entry.mirrors {
+                        table.all.entries[index].mirrors = entry.mirrors
+                        relisted.append(index)
+                    }
+                    // A file loaded already checks the pieces it was loaded with until it is loaded again.
+                    table.all.entries[index].pieces = entry.pieces
                     active.append(index)
                 } else {
                     table.all.entries.append(entry)
@@ -238,6 +246,8 @@ public final class FileCatalog: Sendable {
             return active
         }
         applyChecksums(ofEntries: active)
+        let entries = manifest.entries
+        for index in relisted { knownFile(forEntry: index)?.relist(mirrors: entries[index].mirrors) }
         return active
     }
 

@@ -101,9 +101,16 @@ extension CachedFile {
         let headers = FetchSource.headers(self.headers, sentTo: target, origin: url)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
             environment.client.probe(url: target, headers: headers) { [self] result in
-                update { $0.plan.sourceProbed(index, result, now: .now) }
+                update { $0.plan.sourceProbed(index, result, now: .now, probed: target) }
             }
         }
+    }
+}
+
+extension CachedFile {
+    /// A refreshed manifest lists `mirrors` after the file's URL (`FilePlan.relist`).
+    func relist(mirrors: [URL]) {
+        update { $0.plan.relist(mirrors: mirrors) }
     }
 }
 

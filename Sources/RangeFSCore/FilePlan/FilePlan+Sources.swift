@@ -95,11 +95,13 @@ extension FilePlan {
         return sources.takeUnprobed().map { .probeSource($0, sources.all[$0].url, after: .zero) }
     }
 
-    /// The probe of source `index` answered: it serves the file (same size), is dropped for it,
-    /// or is asked again later. Transfers that waited for a source go on.
+    /// The probe of source `index` (at `probed`) answered: it serves the file (same size), is
+    /// dropped for it, or is asked again later. Transfers that waited for a source go on. An
+    /// answer about a place the list no longer has there (`relist`) is ignored.
     mutating func sourceProbed(_ index: Int, _ result: Result<RemoteFileInfo, RemoteError>,
-                               now: ContinuousClock.Instant) -> [Action] {
-        guard invalidated == nil, index < sources.all.count else { return [] }
+                               now: ContinuousClock.Instant, probed: URL? = nil) -> [Action] {
+        guard invalidated == nil, index < sources.all.count,
+              probed.map({ $0.absoluteString == sources.all[index].url.absoluteString }) ?? true else { return [] }
         let wasDropped = sources.isDropped(index)
         var actions: [Action] = []
         switch sources.probed(index, result, fileSize: layout.fileSize, origin: url, now: now, policy: policy) {
@@ -112,6 +114,18 @@ extension FilePlan {
             actions.append(.probeSource(index, sources.all[index].url, after: delay))
         }
         return actions + resumeParked(now: now)
+    }
+
+    /// A refreshed manifest lists `mirrors` after the file's URL (`FileSources.relist`): running
+    /// transfers and unchecked pieces follow their source to its new place, and new mirrors are
+    /// probed now if the file is in use (else before its next range).
+    mutating func relist(mirrors: [URL]) -> [Action] {
+        let moved = sources.relist(mirrors: mirrors)
+        for id in transfers.keys {
+            if let index = transfers[id]?.source { transfers[id]?.source = moved[index] }
+        }
+        pieceWriters = pieceWriters.mapValues { Set($0.map { moved[$0] }) }
+        return transfers.isEmpty && waiters.isEmpty ? [] : probeNewSources()
     }
 
     /// Transfer `id` failed at its source, for a file with mirrors: the source backs off

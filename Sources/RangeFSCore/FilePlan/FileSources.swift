@@ -48,7 +48,7 @@ struct FileSources {
 
     private(set) var all: [Source]
     /// The source the cache record describes: the one that answered the size probe.
-    let recorded: Int
+    private(set) var recorded: Int
 
     /// `stored` is the record's `FetchSource`: a `location` that is one of the mirrors' URLs
     /// means that mirror answered the size probe; any other is the manifest URL's.
@@ -195,6 +195,39 @@ struct FileSources {
     mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant) {
         all[index].bytesPerSecond = bytesPerSecond
         all[index].measuredAt = now
+    }
+
+    /// A refreshed manifest lists `mirrors` after the file's URL. Sources it still lists keep
+    /// their state and come in its new order; new ones are asked about before their first
+    /// range; those it no longer lists are dropped ("no longer in the manifest") but kept at
+    /// the end, since running transfers and the cache record may still name them. A probe under
+    /// way is asked again (its answer, for the old place in the list, is ignored). Returns each
+    /// old index's new one.
+    mutating func relist(mirrors: [URL]) -> [Int] {
+        var moved = Array(repeating: -1, count: all.count)
+        moved[0] = 0
+        var next = [all[0]]
+        for url in mirrors where !next.contains(where: { $0.url.absoluteString == url.absoluteString }) {
+            if let old = all.indices.first(where: { moved[$0] < 0 && all[$0].url.absoluteString == url.absoluteString }) {
+                moved[old] = next.count
+                next.append(all[old])
+            } else {
+                next.append(Source(url: url))
+            }
+        }
+        for old in all.indices where moved[old] < 0 {
+            moved[old] = next.count
+            var source = all[old]
+            if case .dropped = source.health {} else {
+                source.health = .dropped("no longer in the manifest")
+                source.lastError = "no longer in the manifest"
+            }
+            next.append(source)
+        }
+        for index in next.indices where next[index].probing { next[index].probing = false }
+        all = next
+        recorded = moved[recorded]
+        return moved
     }
 
     // MARK: Bytes not durable yet
