@@ -229,12 +229,13 @@ public final class FileCatalog: Sendable {
             for entry in newManifest.entries {
                 if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
                     table.all.entries[index].sha256 = entry.sha256
-                    if table.all.entries[index].mirrors != entry.mirrors {
-                        table.all.entries[index].mirrors = entry.mirrors
+                    // Compared as text: a listed tree is compared after every listing.
+                    if table.all.entries[index].mirrorTexts != entry.mirrorTexts {
+                        table.all.entries[index].mirrorTexts = entry.mirrorTexts
                         relisted.append(index)
                     }
                     // A file loaded already checks the pieces it was loaded with until it is loaded again.
-                    table.all.entries[index].pieces = entry.pieces
+                    if table.all.entries[index].pieces != entry.pieces { table.all.entries[index].pieces = entry.pieces }
                     active.append(index)
                 } else {
                     table.all.entries.append(entry)

@@ -160,9 +160,10 @@ public final class CachedFile: Sendable {
             } catch {
                 return [.fail(completion, FetchError(url, .cache(.from(error))))]
             }
-            let host = state.plan.preferredSource(now: now).requestURL(origin: url).serverKey
-            return state.plan.read(bytes, readAhead: readAhead, now: now,
-                                   hostBytesPerSecond: environment.hostRates.bytesPerSecond(host: host, at: now),
+            // A complete file's read asks no server: no source to rank, no host speed to look up.
+            let hostSpeed = state.plan.complete ? nil : environment.hostRates.bytesPerSecond(
+                host: state.plan.preferredSource(now: now).requestURL(origin: url).serverKey, at: now)
+            return state.plan.read(bytes, readAhead: readAhead, now: now, hostBytesPerSecond: hostSpeed,
                                    completion: completion)
         }
     }

@@ -196,14 +196,21 @@ extension FilePlan {
     /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
     mutating func startBackgroundTransfer(_ piece: Range<UInt64>, onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
         waitingForSpace = false
+        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), onFinish: onFinish)]
+    }
+
+    /// Records a background transfer of `bytes`, for which the budget promised `reserved` bytes,
+    /// held back while readers wait until one waits on it; returns its `.fetch`.
+    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64,
+                                        onFinish: @escaping @Sendable (Bool) -> Void) -> Action {
         let id = nextTransferID
         nextTransferID += 1
-        var transfer = Transfer(bytes: piece, blocks: layout.blocks(covering: piece),
+        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes),
                                 urgency: TransferUrgency(.background), onFinish: onFinish)
         transfer.forReader = false
-        transfer.reserved = UInt64(piece.count)
+        transfer.reserved = reserved
         transfer.mayBeHeldBack = true
         transfers[id] = transfer
-        return probeNewSources() + [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)]
+        return .fetch(id: id, bytes: bytes, urgency: transfer.urgency)
     }
 }

@@ -68,8 +68,7 @@ extension FilePlan {
         guard let slowest, let from = transfers[slowest.id]?.source,
               let to = sources.best(now: now, avoiding: from, running: runningPerSource(), speedMemory: policy.sourceSpeedMemory),
               to != from else { return nil }
-        let measured = sources.all.indices.compactMap { sources.speed(of: $0, now: now, memory: policy.sourceSpeedMemory) }
-        let otherRate = sources.speed(of: to, now: now, memory: policy.sourceSpeedMemory) ?? measured.max() ?? 0
+        let otherRate = sources.expectedSpeeds(now: now, memory: policy.sourceSpeedMemory)[to]
         guard otherRate >= 2 * slowest.rate, let transfer = transfers[slowest.id] else { return nil }
         // The slow one keeps the share it brings in the time the other needs for the rest.
         let kept = UInt64(Double(transfer.bytes.upperBound - transfer.frontier) * slowest.rate / (slowest.rate + otherRate))
@@ -78,15 +77,7 @@ extension FilePlan {
         guard cutBlock < layout.blockCount, let released = cut(slowest.id, atBlock: cutBlock) else { return nil }
         let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
         let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
-        let id = nextTransferID
-        nextTransferID += 1
-        var taken = Transfer(bytes: tail, blocks: layout.blocks(covering: tail), urgency: TransferUrgency(.background),
-                             onFinish: onFinish)
-        taken.forReader = false
-        taken.reserved = released
-        taken.mayBeHeldBack = true
-        transfers[id] = taken
-        return [log, .fetch(id: id, bytes: tail, urgency: taken.urgency)]
+        return [log, addBackgroundTransfer(tail, reserved: released, onFinish: onFinish)]
     }
 
     /// Each mirror not asked about yet is probed (its size, its validator) before its first range.
@@ -219,7 +210,7 @@ extension FilePlan {
     /// while none was), when the first source's backoff ends, or once a probe finds one (parked).
     private mutating func waitForSource(_ id: Int, now: ContinuousClock.Instant, orRetryNow: Bool = false) -> [Action] {
         if sources.allDropped { return noSourceLeft() }
-        if orRetryNow, sources.best(now: now) != nil { return [retrying(id, after: .zero)] }
+        if orRetryNow, sources.hasUsable(now: now) { return [retrying(id, after: .zero)] }
         if let recovery = sources.nextRecovery() {
             return [retrying(id, after: max(.zero, recovery - now))]
         }
@@ -233,7 +224,7 @@ extension FilePlan {
         let parked = transfers.filter(\.value.parked).keys.sorted()
         guard !parked.isEmpty else { return [] }
         let delay: Duration
-        if sources.best(now: now) != nil {
+        if sources.hasUsable(now: now) {
             delay = .zero
         } else if let recovery = sources.nextRecovery() {
             delay = max(.zero, recovery - now)

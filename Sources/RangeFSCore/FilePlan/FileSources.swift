@@ -95,11 +95,9 @@ struct FileSources {
               speedMemory: Duration = FetchPolicy().sourceSpeedMemory) -> Int? {
         let usable = all.indices.filter { isUsable($0, now: now) }
         let candidates = usable.count > 1 ? usable.filter { $0 != avoiding } : usable
-        let speeds = all.indices.map { speed(of: $0, now: now, memory: speedMemory) }
-        // Unmeasured counts as the fastest measured; with none measured, load alone decides.
-        let assumed = speeds.compactMap { $0 }.max() ?? 1
+        let speeds = expectedSpeeds(now: now, memory: speedMemory)
         func wait(_ index: Int) -> Double {
-            Double((index < running.count ? running[index] : 0) + 1) / max(speeds[index] ?? assumed, 1)
+            Double((index < running.count ? running[index] : 0) + 1) / max(speeds[index], 1)
         }
         return candidates.min { a, b in
             if all[a].failures != all[b].failures { return all[a].failures < all[b].failures }
@@ -107,6 +105,19 @@ struct FileSources {
             if first != second { return first < second }
             return a < b
         }
+    }
+
+    /// Whether any source may be asked now.
+    func hasUsable(now: ContinuousClock.Instant) -> Bool {
+        all.indices.contains { isUsable($0, now: now) }
+    }
+
+    /// Each source's speed per request as `best` counts it: measured within `memory`, else
+    /// that of the fastest measured (every source gets tried), else 1 (load alone decides).
+    func expectedSpeeds(now: ContinuousClock.Instant, memory: Duration) -> [Double] {
+        let measured = all.indices.map { speed(of: $0, now: now, memory: memory) }
+        let assumed = measured.compactMap { $0 }.max() ?? 1
+        return measured.map { $0 ?? assumed }
     }
 
     /// Source `index`'s speed per request, when measured within `memory` before `now`.

@@ -61,6 +61,8 @@ public final class Prefetcher: Sendable {
         var hostShares = HostShares()
         /// A look for work is due after `idleSlotRecheck`.
         var recheckScheduled = false
+        /// Some entry of the manifest has mirrors: only then can a slow tail be taken over.
+        var hasMirrors: Bool
     }
 
     /// How far ahead of its place the manifest walk looks for work on a server with none running.
@@ -75,7 +77,7 @@ public final class Prefetcher: Sendable {
         self.configuration = configuration
         self.logger = logger
         let paused = (try? store.setting(Self.pausedSetting)) == "true"
-        state = Mutex(State(paused: paused, pending: Self.pendingEntries(of: catalog)))
+        state = Mutex(State(paused: paused, pending: Self.pendingEntries(of: catalog), hasMirrors: Self.hasMirrors(catalog)))
     }
 
     /// The current manifest's entries, one per URL, in order.
@@ -95,12 +97,18 @@ public final class Prefetcher: Sendable {
         return pending
     }
 
+    private static func hasMirrors(_ catalog: FileCatalog) -> Bool {
+        catalog.manifest.entries.contains { !$0.mirrorTexts.isEmpty }
+    }
+
     /// The manifest was refreshed: walk the new one from its start.
     public func manifestChanged() {
         let pending = Self.pendingEntries(of: catalog)
+        let hasMirrors = Self.hasMirrors(catalog)
         state.withLock { state in
             state.pending = pending
             state.cursor = 0
+            state.hasMirrors = hasMirrors
         }
         pump()
     }
@@ -236,10 +244,11 @@ public final class Prefetcher: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in pump() }
     }
 
-    /// A slot is free while transfers run: look for work again a little later (see `idleSlotRecheck`).
+    /// A slot is free while transfers run, in a manifest with mirrors: look for work again a
+    /// little later (see `idleSlotRecheck`). Without mirrors, a transfer's end is the only news.
     private func recheckWhileRunning() {
         let due = state.withLock { state -> Bool in
-            guard !state.stopped, !state.paused, state.running > 0, !state.recheckScheduled else { return false }
+            guard state.hasMirrors, !state.stopped, !state.paused, state.running > 0, !state.recheckScheduled else { return false }
             state.recheckScheduled = true
             return true
         }

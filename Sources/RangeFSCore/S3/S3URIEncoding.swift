@@ -33,30 +33,8 @@ public enum S3URIEncoding {
 
     /// Like `encode`, for bytes that need not be valid UTF-8 (a decoded escape may not be).
     private static func encodeBytes(_ bytes: [UInt8], keepingSlashes: Bool) -> String {
-        var encoded: [UInt8] = []
-        encoded.reserveCapacity(bytes.count)
-        for byte in bytes {
-            if isUnreserved(byte) || (keepingSlashes && byte == slash) {
-                encoded.append(byte)
-            } else {
-                encoded.append(percent)
-                encoded.append(hexDigits[Int(byte >> 4)])
-                encoded.append(hexDigits[Int(byte & 0x0F)])
-            }
-        }
-        return String(decoding: encoded, as: UTF8.self)
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"): true
-        default: false
-        }
+        PercentEncoding.escapingAllButUnreserved(bytes, keepingSlashes: keepingSlashes)
     }
 
     private static let percent = UInt8(ascii: "%")
-    private static let slash = UInt8(ascii: "/")
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 }

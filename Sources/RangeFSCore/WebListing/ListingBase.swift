@@ -126,17 +126,6 @@ struct ListingBase: Sendable {
 
     /// Every byte but the unreserved ones (RFC 3986 §2.3) escaped: any server decodes that.
     static func encodeSegment(_ name: String) -> String {
-        var out = ""
-        for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return out
+        PercentEncoding.escapingAllButUnreserved(name.utf8)
     }
 }
