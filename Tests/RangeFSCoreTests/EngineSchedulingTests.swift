@@ -16,8 +16,11 @@ struct EngineSchedulingTests {
         fastServer.publish("fast.bin", bytes: fast)
         var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3)
         prefetch.chunkBytes = 64 * 1024
+        // The slow file is opened to be a file in use, and never read: no first read to wait for.
+        var policy = FetchEngineHarness.quickPolicy
+        policy.openGrace = .zero
         let engine = try FetchEngineHarness(files: ["slow.bin": slow, "fast.bin": fast],
-                                            urls: ["fast.bin": fastServer.url("fast.bin")], prefetch: prefetch)
+                                            urls: ["fast.bin": fastServer.url("fast.bin")], policy: policy, prefetch: prefetch)
         // Each 64 KiB chunk of the slow file takes 2 s: all of it, over three connections, 11 s.
         engine.server.configure("slow.bin", PathOptions(bytesPerSecond: 32 * 1024))
         // A reader has the slow file open: background work serves files in use first.

@@ -257,11 +257,31 @@ private let noReply = PlanFixture.noReply
     @Test func backgroundWorkTakesTheFirstGapNobodyFetches() {
         var plan = PlanFixture.plan(size: 6 * block + 1, blocks: [0])
         #expect(plan.read(block..<block + 10, readAhead: block) == ["fetch #0 65536..<196608", "wait #0"])
-        #expect(plan.nextBackgroundPiece(maxBytes: 2 * block) == 3 * block..<5 * block)
+        let readerGone = PlanFixture.start + plan.policy.readerZoneIdle
+        #expect(plan.nextBackgroundPiece(maxBytes: 2 * block, now: readerGone) == 3 * block..<5 * block)
         #expect(PlanFixture.lines(plan.startBackgroundTransfer(3 * block..<5 * block, onFinish: { _ in })) == ["fetch #1 196608..<327680 background"])
-        #expect(plan.nextBackgroundPiece(maxBytes: 16 * block) == 5 * block..<6 * block + 1)
+        #expect(plan.nextBackgroundPiece(maxBytes: 16 * block, now: readerGone) == 5 * block..<6 * block + 1)
         #expect(plan.transfers[1]?.reserved == 2 * block)
         #expect(plan.end(1, .success(())) == ["release 131072", "notify true"])
+    }
+
+    @Test func backgroundWorkLeavesTheBlocksPastASequentialReaderToItsReadAhead() {
+        var policy = FetchPolicy()
+        policy.readerZoneBytes = 4 * block
+        var plan = PlanFixture.plan(size: 12 * block, blocks: [0], policy: policy)
+        #expect(plan.read(block..<block + 10, readAhead: block) == ["fetch #0 65536..<196608", "wait #0"])
+        // The zone runs from the block the read ended in to 4 blocks past its end: 1..<6.
+        #expect(plan.readerZone(now: PlanFixture.start) == 1..<6)
+        #expect(plan.backgroundWaitsForReader(now: PlanFixture.start))
+        #expect(plan.nextBackgroundPiece(maxBytes: 2 * block, now: PlanFixture.start) == 6 * block..<8 * block)
+        // A reader with no read-ahead (a jump) keeps no zone; the sequential one's lasts while it reads.
+        #expect(plan.read(10 * block..<10 * block + 10, at: .seconds(1)) == ["fetch #1 655360..<659456", "wait #1"])
+        #expect(plan.readerZone(now: PlanFixture.start + .seconds(1)) == 1..<6)
+        // Once it has not read for `readerZoneIdle`, background work takes those blocks too.
+        let readerGone = PlanFixture.start + policy.readerZoneIdle
+        #expect(plan.readerZone(now: readerGone) == nil)
+        #expect(!plan.backgroundWaitsForReader(now: readerGone))
+        #expect(plan.nextBackgroundPiece(maxBytes: 2 * block, now: readerGone) == 3 * block..<5 * block)
     }
 
     @Test func nothingInTheBackgroundForAnEmptyOrCompleteFile() {

@@ -15,7 +15,16 @@ enum PlanFixture {
     static let noReply: ReadCompletion = { _ in }
     static let name = origin.redactedForDisplay
 
+    /// Requests of up to 2 MiB whatever the host's speed, not 256 KiB while it is unknown: for
+    /// tests of a reader joining the one transfer a read with read-ahead started.
+    static var oneReadAheadRequest: FetchPolicy {
+        var policy = FetchPolicy()
+        policy.minRequestBytes = policy.maxRequestBytes
+        return policy
+    }
+
     /// A plan of a file of `size` bytes in 64 KiB blocks, holding `blocks`.
+
     static func plan(size: UInt64, blocks: [Int] = [], streamOnly: Bool = false, location: URL? = nil,
                      policy: FetchPolicy = FetchPolicy()) -> FilePlan {
         let layout = BlockLayout(fileSize: size, blockSize: block)

@@ -65,7 +65,7 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
                  readTime: .milliseconds(20), expected: ["raise", "wait #0"]),
     ])
     func aReaderWaitsOnlyForATransferThatArrivesSoon(_ example: JoinCase) {
-        var plan = PlanFixture.plan(size: Self.size)
+        var plan = PlanFixture.plan(size: Self.size, policy: PlanFixture.oneReadAheadRequest)
         switch example.started {
         case .background:
             #expect(plan.background(0..<Self.size) == ["fetch #0 0..<1048576 background"])

@@ -38,9 +38,10 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         FirstReadCase(name: "a jump without read-ahead asks for its pages only",
                       size: 4 * block, bytes: block + 5000..<block + 9000, readAhead: 0,
                       expected: ["fetch #0 69632..<77824", "wait #0"]),
-        FirstReadCase(name: "a long read is split at the request limit",
-                      size: 40 * 1024 * 1024, bytes: 0..<(20 * 1024 * 1024), readAhead: block,
-                      expected: ["fetch #0 0..<16777216", "fetch #1 16777216..<21037056", "wait #0"]),
+        FirstReadCase(name: "a long read goes out in requests of the smallest size while the host's speed is unknown",
+                      size: 4 * 1024 * 1024, bytes: 0..<(1024 * 1024), readAhead: block,
+                      expected: ["fetch #0 0..<262144", "fetch #1 262144..<524288", "fetch #2 524288..<786432",
+                                 "fetch #3 786432..<1048576", "fetch #4 1048576..<1114112", "wait #0"]),
     ])
     func firstReadOfAnEmptyCache(_ example: FirstReadCase) {
         var plan = PlanFixture.plan(size: example.size)
@@ -70,7 +71,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         (Duration.seconds(10), false),
     ])
     func aSeekIntoARunningTransferJoinsItOnlyIfItArrivesSoon(elapsed: Duration, joins: Bool) {
-        var plan = PlanFixture.plan(size: 8 * block)
+        var plan = PlanFixture.plan(size: 8 * block, policy: PlanFixture.oneReadAheadRequest)
         #expect(plan.read(0..<4096, readAhead: 8 * block) == ["fetch #0 0..<524288", "wait #0"])
         #expect(plan.write(0, 0..<4096) == ["answer 0..<4096"])
         let seek = plan.read(6 * block..<6 * block + 4096, at: elapsed)
@@ -79,7 +80,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func aSeekCloseToATransfersFrontJoinsItBeforeItsFirstByte() {
-        var plan = PlanFixture.plan(size: 8 * block)
+        var plan = PlanFixture.plan(size: 8 * block, policy: PlanFixture.oneReadAheadRequest)
         #expect(plan.read(0..<4096, readAhead: 8 * block) == ["fetch #0 0..<524288", "wait #0"])
         #expect(plan.read(2 * block..<2 * block + 4096) == ["wait #1"])
     }
@@ -97,12 +98,61 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func readAheadMovesInLargeStepsJoinedWithTheReader() {
-        var plan = PlanFixture.plan(size: 16 * block)
+        var plan = PlanFixture.plan(size: 16 * block, policy: PlanFixture.oneReadAheadRequest)
         #expect(plan.read(0..<block, readAhead: 4 * block) == ["fetch #0 0..<327680", "wait #0"])
         // Less than half the window is free: no read-ahead yet, the reader joins the transfer.
         #expect(plan.read(block..<2 * block, readAhead: 4 * block) == ["wait #1"])
         // Half the window is free: one request to the window's end.
         #expect(plan.read(3 * block..<4 * block, readAhead: 4 * block) == ["fetch #1 327680..<524288", "wait #2"])
         #expect(plan.readAheadEnd(after: 16 * block, window: 4 * block) == nil)
+    }
+
+    @Test func aReadAndItsReadAheadGoOutInSeveralRequestsAtOnce() {
+        var policy = FetchPolicy()
+        policy.minRequestBytes = 2 * block
+        var plan = PlanFixture.plan(size: 16 * block, policy: policy)
+        // No speed known yet: requests of the smallest size (2 blocks here), the first with the
+        // reader's own block.
+        #expect(plan.read(0..<block, readAhead: 7 * block) == [
+            "fetch #0 0..<131072", "fetch #1 131072..<262144", "fetch #2 262144..<393216", "fetch #3 393216..<524288",
+            "wait #0",
+        ])
+        // A reader's own blocks are split too: on a link that limits each connection they come
+        // sooner in several requests.
+        var long = PlanFixture.plan(size: 16 * block, policy: policy)
+        #expect(long.read(0..<5 * block, readAhead: block) == [
+            "fetch #0 0..<131072", "fetch #1 131072..<262144", "fetch #2 262144..<393216", "wait #0",
+        ])
+    }
+
+    @Test func readAheadWaitsWhileTheFilesReadersHaveTheirMostRequestsInFlight() {
+        var policy = FetchPolicy()
+        policy.minRequestBytes = block
+        policy.maxReaderRequests = 3
+        var plan = PlanFixture.plan(size: 16 * block, policy: policy)
+        // The reader's own block and two blocks of read-ahead; the rest of the window waits.
+        #expect(plan.read(0..<block, readAhead: 7 * block) == [
+            "fetch #0 0..<65536", "fetch #1 65536..<131072", "fetch #2 131072..<196608", "wait #0",
+        ])
+        // A reader's own blocks go out however many requests are in flight.
+        #expect(plan.read(10 * block..<11 * block) == ["fetch #3 655360..<720896", "wait #1"])
+        // Three in flight: the next read asks for no more of the window until one ends.
+        #expect(plan.write(0, 0..<block) == ["answer 0..<65536", "cached 65536"])
+        #expect(plan.end(0, .success(())) == [])
+        #expect(plan.read(block..<block + 10, readAhead: 7 * block) == ["wait #2"])
+        _ = plan.write(3, 10 * block..<11 * block)
+        _ = plan.end(3, .success(()))
+        #expect(plan.read(block + 10..<block + 20, readAhead: 7 * block) == ["fetch #4 196608..<262144", "wait #3"])
+    }
+
+    @Test func aRequestIsHalfASecondOfTheHostsSpeedWithinItsBounds() {
+        let plan = PlanFixture.plan(size: 16 * block)
+        let policy = plan.policy
+        #expect(plan.requestBytes(hostBytesPerSecond: nil) == policy.minRequestBytes)
+        #expect(plan.requestBytes(hostBytesPerSecond: 98_304) == policy.minRequestBytes,
+                "96 KB/s: half a second is less than the smallest request")
+        #expect(plan.requestBytes(hostBytesPerSecond: 2_000_000) == 1_000_000)
+        #expect(plan.requestBytes(hostBytesPerSecond: 900_000_000) == policy.maxRequestBytes)
+        #expect(plan.requestBytes(hostBytesPerSecond: .infinity) == policy.maxRequestBytes)
     }
 }

@@ -104,6 +104,9 @@ extension RangeFSIntegrationTests {
         let head = Reading.range(path, offset: 0, length: 65536)
         #expect(head.succeeded && head.bytes == Data(bytes[0..<65536]), "first read: \(head)")
         let mirror = try #require(mirrorInUse(server), "no ranged GET reached a mirror: \(server.requests)")
+        // The read's read-ahead went out in requests of its own: they end before a test changes
+        // the mirrors (one sent after a change would find it before the test's reader does).
+        #expect(mount.transfersEnded(), "the head read's transfers never ended\(Check.daemonLog(mount))")
         return (mount, path, mirror, mirror == "a/mirrored.bin" ? "b/mirrored.bin" : "a/mirrored.bin")
     }
 
@@ -176,7 +179,7 @@ extension RangeFSIntegrationTests {
         let changed = Reading.range(path, offset: offset, length: 65536)
         #expect(changed.failedWithEIO, "a read that meets the changed mirror should fail with EIO: \(changed)\(Check.daemonLog(mount))")
         #expect(changed.bytes.isEmpty || Reading.isPrefix(changed.bytes, of: v1, at: offset),
-                "bytes of the new version were served into a reader of the old one")
+                "bytes of the new version were served into a reader of the old one (\(Reading.isPrefix(changed.bytes, of: v2, at: offset) ? "the new version's" : "neither version's") bytes)\(Check.daemonLog(mount))")
         let reopened = Reading.whole(path)
         #expect(reopened.succeeded && reopened.bytes == Data(v2), "reopened after the change: \(reopened)\(Check.daemonLog(mount))")
     }

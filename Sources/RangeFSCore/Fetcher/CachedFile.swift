@@ -91,7 +91,11 @@ public final class CachedFile: Sendable {
 
     /// A file handle was opened on this file.
     public func opened() {
-        state.withLock { $0.plan.openHandles += 1 }
+        state.withLock { state in
+            state.plan.openHandles += 1
+            state.plan.openedAt = .now
+            state.plan.readSinceOpen = false
+        }
         let url = url.absoluteString
         let store = environment.store
         environment.committer.schedule {
@@ -233,6 +237,11 @@ public final class CachedFile: Sendable {
         guard let actions else { return false }
         perform(actions, file: nil)
         return true
+    }
+
+    /// Background work on it waits until a sequential reader stops (`FilePlan.readerZone`).
+    public var backgroundWaitsForReader: Bool {
+        state.withLock { $0.plan.backgroundWaitsForReader(now: .now) }
     }
 
     // MARK: Performing

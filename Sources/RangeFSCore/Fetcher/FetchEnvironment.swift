@@ -3,8 +3,27 @@ import Logging
 
 /// Limits that shape the requests a mount makes.
 public struct FetchPolicy: Sendable {
-    /// A longer run of missing blocks is split, so a fault costs one request, not the file.
-    public var maxRequestBytes: UInt64 = 16 * 1024 * 1024
+    /// A reader's missing blocks go out in requests of about `requestTime` at the speed one
+    /// request to the host moved lately, between `minRequestBytes` (also while no speed is
+    /// known) and `maxRequestBytes` (`FilePlan.requestBytes`), several at once: where a server
+    /// or CDN limits each connection, each is another connection's worth of speed (rclone's
+    /// `--vfs-read-chunk-streams`), and on any link a fault costs one request, not the file.
+    public var requestTime: Duration = .milliseconds(500)
+    public var minRequestBytes: UInt64 = 256 * 1024
+    public var maxRequestBytes: UInt64 = 2 * 1024 * 1024
+    /// A file's readers' requests in flight beyond which read-ahead waits: below the client's
+    /// connections per server (8), so another reader's request finds one.
+    public var maxReaderRequests = 7
+    /// Background work leaves the blocks up to this far past a sequential reader to its
+    /// read-ahead (the read-ahead window's largest size) while it read in the last
+    /// `readerZoneIdle`: fetched there in background chunks, they would reach the reader at
+    /// one connection's pace, held back while it reads, instead of in its read-ahead's streams.
+    public var readerZoneBytes: UInt64 = 16 * 1024 * 1024
+    public var readerZoneIdle: Duration = .seconds(2)
+    /// After a file is opened, background work leaves it alone this long or until a read comes:
+    /// the reader's first request, which usually follows at once, then gets the idle connection
+    /// and the link, and a sequential reader's zone is known before background work picks a chunk.
+    public var openGrace: Duration = .milliseconds(15)
     /// Data is synced and its blocks committed at least this often during a long transfer.
     public var commitIntervalBytes: UInt64 = 8 * 1024 * 1024
     /// Attempts per request, the first included, for transient errors (5xx, resets, stalls).
@@ -13,9 +32,10 @@ public struct FetchPolicy: Sendable {
     public var retryBaseDelay: Duration = .milliseconds(250)
     /// A server's `Retry-After` is honoured up to this long; a longer one ends the attempts.
     public var maxRetryAfter: Duration = .seconds(30)
-    /// A reader waits for a running transfer that is at most this many blocks from its bytes,
-    /// or that should reach them within `joinWaitLimit` at its speed (its own once measured,
-    /// else its host's); otherwise it asks for its blocks itself (`FilePlan+Joining`).
+    /// A reader waits for a running transfer that should reach its bytes within `joinWaitLimit`
+    /// at its speed (its own once measured, else its host's), or while no speed is known, one
+    /// at most this many blocks from them; otherwise it asks for its blocks itself
+    /// (`FilePlan+Joining`).
     public var joinDistanceBlocks: UInt64 = 2
     public var joinWaitLimit: Duration = .milliseconds(250)
     /// A transfer's speed counts as known once its bytes have flowed this long, or this many

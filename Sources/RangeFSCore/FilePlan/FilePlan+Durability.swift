@@ -25,6 +25,7 @@ extension FilePlan {
         durable = trusted
         self.complete = complete && trusted == snapshot
         if self.complete { waitingForSpace = false }
+        let layout = layout
         sources.settle { bytes in layout.blocks(covering: bytes).allSatisfy(trusted.contains) }
         return trusted == snapshot ? nil : trusted
     }

@@ -8,21 +8,24 @@ import Foundation
 /// run on would fetch the reader's blocks a second time, at the slow pace that made it late.)
 extension FilePlan {
     /// True when a reader of the block starting at `start` should wait for `transfer`, which
-    /// brings it: the block is within `joinDistanceBlocks` of the transfer's frontier, or the
-    /// transfer reaches it within `joinWaitLimit` at its own measured speed, else at the speed
-    /// `hostBytesPerSecond` its host moved at lately. Background work that may be held back
-    /// (it stands still while readers wait) is judged by the faster of the two: once a reader
-    /// waits on it, it is let go and moves at its host's pace. With no speed known at all,
-    /// only a transfer started for a reader is waited for: a sequential reader whose kernel
-    /// reads ahead of its own fresh transfer must not fetch those blocks twice, while background
-    /// work (a large chunk, maybe on a slow link) must not make a reader far ahead wait for it.
+    /// brings it: the transfer is in that block already, or reaches it within `joinWaitLimit`
+    /// at its own measured speed, else at the speed `hostBytesPerSecond` its host moved at
+    /// lately. Background work that may be held back (it stands still while readers wait) is
+    /// judged by the faster of the two: once a reader waits on it, it is let go and moves at
+    /// its host's pace. With no speed known at all, a block within `joinDistanceBlocks` of the
+    /// frontier is waited for, and beyond that only a transfer started for a reader: a
+    /// sequential reader whose kernel reads ahead of its own fresh transfer must not fetch
+    /// those blocks twice, while background work (a large chunk, maybe on a slow link) must not
+    /// make a reader far ahead wait for it. (With a speed known, distance alone says nothing:
+    /// two blocks are a few milliseconds on loopback and seconds where a server limits each
+    /// connection.)
     func isComingSoon(_ start: UInt64, in transfer: Transfer, now: ContinuousClock.Instant,
                       hostBytesPerSecond: Double?) -> Bool {
-        if start <= transfer.frontier + policy.joinDistanceBlocks * layout.blockSize { return true }
+        if start <= transfer.frontier { return true }
         let own = transfer.bytesPerSecond(at: now, policy: policy)
         let speed = transfer.mayBeHeldBack ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
         guard let rate = speed else {
-            return transfer.forReader
+            return start <= transfer.frontier + policy.joinDistanceBlocks * layout.blockSize || transfer.forReader
         }
         guard rate > 0 else { return false }
         return Double(start - transfer.frontier) / rate <= policy.joinWaitLimit.timeInterval
@@ -30,12 +33,15 @@ extension FilePlan {
 
     /// Cuts every transfer that brings some of a reader's `blocks` but would reach one of them
     /// late, at the first such block (a transfer late for one block is late for every block
-    /// after it). Returns the budget the cut transfers give back; `cutAny` says whether any was cut.
+    /// after it); with `backgroundOnly`, only background work (for read-ahead's blocks: a
+    /// reader's own transfers there are the read-ahead). Returns the budget the cut transfers
+    /// give back; `cutAny` says whether any was cut.
     mutating func cutLateTransfers(bringing blocks: Range<Int>, now: ContinuousClock.Instant,
-                                   hostBytesPerSecond: Double?) -> (actions: [Action], cutAny: Bool) {
+                                   hostBytesPerSecond: Double?, backgroundOnly: Bool = false) -> (actions: [Action], cutAny: Bool) {
         var actions: [Action] = []
         var cutAny = false
-        for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
+        for (id, transfer) in transfers.sorted(by: { $0.key < $1.key })
+        where !transfer.wholeBody && !(backgroundOnly && transfer.forReader) {
             let shared = transfer.blocks.clamped(to: blocks)
             guard let late = shared.first(where: { block in
                 !available.contains(block) && !isComingSoon(layout.byteRange(ofBlock: block).lowerBound, in: transfer,

@@ -22,6 +22,8 @@ extension FilePlan {
             return [isAvailable(bytes) ? .answer(completion, bytes) : .fail(completion, noSourceError)]
         }
         var actions = probeNewSources()
+        readSinceOpen = true
+        if readAhead > 0 { sequentialReader = (bytes.upperBound, now) }
         if readAhead == 0, let sparse = planSparseRead(bytes) {
             actions += sparse
         } else {
@@ -57,31 +59,43 @@ extension FilePlan {
         return UInt64(layout.byteRange(ofBlocks: layout.blocks(covering: bytes)).count)
     }
 
-    /// Starts requests for the blocks of `bytes` that are neither here nor on their way,
-    /// one request per run of adjacent blocks (split at `maxRequestBytes`).
+    /// Starts requests for the blocks of `bytes` that are neither here nor on their way, one
+    /// per run of adjacent blocks, split into requests of `requestBytes` that go out at once.
     /// Blocks that start before `readerNeedsUntil` are a reader's own: a transfer that would
     /// bring one of them late is cut before it first (`cutLateTransfers`), so those blocks are
-    /// asked for again here; the rest join any transfer that brings them.
+    /// asked for again here; the rest join any transfer that brings them. So is background
+    /// work that would bring read-ahead's blocks late (one started before the reader came:
+    /// later ones leave its zone alone), or the reader would follow it at one request's pace.
     mutating func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64 = 0,
                                 now: ContinuousClock.Instant, hostBytesPerSecond: Double? = nil) -> [Action] {
         if streamOnly {
             return planStream()
         }
-        let maxBlocks = max(1, Int(policy.maxRequestBytes / layout.blockSize))
-        let (cutActions, cutAny) = readerNeedsUntil > bytes.lowerBound
-            ? cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<min(readerNeedsUntil, bytes.upperBound)),
-                               now: now, hostBytesPerSecond: hostBytesPerSecond)
-            : ([], false)
-        var actions = cutActions
+        let maxBlocks = max(1, Int(requestBytes(hostBytesPerSecond: hostBytesPerSecond) / layout.blockSize))
+        let readerEnd = min(max(readerNeedsUntil, bytes.lowerBound), bytes.upperBound)
+        let own = cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<readerEnd),
+                                   now: now, hostBytesPerSecond: hostBytesPerSecond)
+        let ahead = cutLateTransfers(bringing: layout.blocks(covering: readerEnd..<bytes.upperBound),
+                                     now: now, hostBytesPerSecond: hostBytesPerSecond, backgroundOnly: true)
+        let cutAny = own.cutAny || ahead.cutAny
+        var actions = own.actions + ahead.actions
         var runStart: Int?
         let blocks = layout.blocks(covering: bytes)
+        // Read-ahead (blocks the reader does not need yet) stops at `maxReaderRequests` in flight;
+        // the reader's next reads ask for the rest as those end.
+        let firstAheadBlock = Int((readerNeedsUntil + layout.blockSize - 1) / layout.blockSize)
+        var readerRequests = transfers.values.count { $0.forReader && !$0.wholeBody }
         for block in blocks.lowerBound...blocks.upperBound {
             let wanted = block < blocks.upperBound && !available.contains(block) && !isRequested(block)
-            if wanted, runStart == nil { runStart = block }
+            if wanted, runStart == nil {
+                if block >= firstAheadBlock, readerRequests >= policy.maxReaderRequests { break }
+                runStart = block
+            }
             guard let start = runStart else { continue }
             if !wanted || block + 1 - start == maxBlocks {
                 let run = start..<(wanted ? block + 1 : block)
                 runStart = nil
+                readerRequests += 1
                 for var piece in missingPieces(of: layout.byteRange(ofBlocks: run)) {
                     // A reader that lands deep inside a missing block (a seek) should not wait for
                     // the block's start to arrive first: its request starts at its own bytes, and a
@@ -99,6 +113,17 @@ extension FilePlan {
         // Other readers that waited for what a cut transfer no longer brings ask for it again.
         if cutAny { actions += refetchForOrphanedWaiters() }
         return actions
+    }
+
+    /// The size of a reader's requests: `requestTime` at the host's recent speed per request,
+    /// between `minRequestBytes` (also when the speed is unknown) and `maxRequestBytes`. Short
+    /// on a slow link, so that a reader's next bytes are never far behind a request's start
+    /// and its read-ahead is many requests at once; on a fast one, few large requests.
+    func requestBytes(hostBytesPerSecond: Double?) -> UInt64 {
+        let upper = max(policy.minRequestBytes, policy.maxRequestBytes)
+        let wanted = (hostBytesPerSecond ?? 0) * policy.requestTime.timeInterval
+        guard wanted.isFinite else { return upper }
+        return max(UInt64(min(max(wanted, 0), Double(upper))), policy.minRequestBytes)
     }
 
     /// A reader that jumped (no read-ahead) into blocks that are not on their way gets only its
@@ -171,17 +196,21 @@ extension FilePlan {
     }
 
     /// The next bytes background work should fetch: the first gap (at most `maxBytes` of
-    /// blocks) that is neither here nor on its way; nil when every missing block is on its way.
-    func nextBackgroundPiece(maxBytes: UInt64) -> Range<UInt64>? {
+    /// blocks) that is neither here nor on its way, outside the zone a sequential reader's
+    /// read-ahead keeps (`readerZone`); nil when there is none.
+    func nextBackgroundPiece(maxBytes: UInt64, now: ContinuousClock.Instant = .now) -> Range<UInt64>? {
+        if isNewlyOpened(now: now) { return nil }
+        let zone = readerZone(now: now) ?? 0..<0
+        func isFree(_ block: Int) -> Bool { !isRequested(block) && !zone.contains(block) }
         var start = 0
         while let run = available.nextMissingRun(from: start) {
-            guard let free = run.first(where: { !isRequested($0) }) else {
+            guard let free = run.first(where: isFree) else {
                 start = run.upperBound
                 continue
             }
             let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
             var end = free
-            while end < run.upperBound, end - free < maxBlocks, !isRequested(end) { end += 1 }
+            while end < run.upperBound, end - free < maxBlocks, isFree(end) { end += 1 }
             // Only the first gap: what a reader already brought into these blocks is not
             // asked for again, and the next call takes the next gap.
             guard let piece = missingPieces(of: layout.byteRange(ofBlocks: free..<end), allInFlight: true).first else {
@@ -191,6 +220,31 @@ extension FilePlan {
             return piece
         }
         return nil
+    }
+
+    /// The blocks a sequential reader's read-ahead will ask for (`readerZoneBytes` past its
+    /// latest read), while it read within `readerZoneIdle`; nil when no reader keeps any.
+    func readerZone(now: ContinuousClock.Instant) -> Range<Int>? {
+        guard let reader = sequentialReader, now - reader.at < policy.readerZoneIdle,
+              reader.end < layout.fileSize else { return nil }
+        return layout.blocks(covering: reader.end..<min(layout.fileSize, reader.end + policy.readerZoneBytes))
+    }
+
+    /// Opened less than `openGrace` ago with no read since: background work waits for the
+    /// reader's first request.
+    func isNewlyOpened(now: ContinuousClock.Instant) -> Bool {
+        guard let openedAt, !readSinceOpen else { return false }
+        return now - openedAt < policy.openGrace
+    }
+
+    /// Whether background work waits for a reader: the file was just opened and its first read
+    /// has not come, or blocks in a sequential reader's zone are missing and nobody fetches them
+    /// (its read-ahead will, or background work once it stops).
+    func backgroundWaitsForReader(now: ContinuousClock.Instant) -> Bool {
+        guard wantsBackgroundWork else { return false }
+        if isNewlyOpened(now: now) { return true }
+        guard let zone = readerZone(now: now) else { return false }
+        return zone.contains { !available.contains($0) && !isRequested($0) }
     }
 
     /// Starts a background transfer of `piece`, whose bytes the budget has promised it.

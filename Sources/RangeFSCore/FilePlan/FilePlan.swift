@@ -54,6 +54,12 @@ struct FilePlan {
     var awaitingSource: [Int: RemoteError] = [:]
     /// Background work on it stopped at the cache's limits; it goes on once there is room.
     var waitingForSpace = false
+    /// Where the latest sequential read (one with read-ahead) ended, and when: background work
+    /// leaves the blocks past it to read-ahead for a while (`readerZone`).
+    var sequentialReader: (end: UInt64, at: ContinuousClock.Instant)?
+    /// When a handle was last opened, and whether a read came since (`isNewlyOpened`).
+    var openedAt: ContinuousClock.Instant?
+    var readSinceOpen = false
     /// The SHA-256 of each piece, when the manifest gives them: a piece's bytes reach readers
     /// and the bitmap only once they match (`FilePlan+Pieces`).
     let pieces: PieceHashes?

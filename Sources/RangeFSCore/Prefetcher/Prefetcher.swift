@@ -25,14 +25,12 @@ public final class Prefetcher: Sendable {
         public var chunkBytes: UInt64 = 4 * 1024 * 1024
         /// How long a file whose fetch failed is left alone before the next try.
         public var failureBackoff: Duration = .seconds(30)
-        /// After a file is opened, background work on it waits this long: the reader's first
-        /// request, which usually follows at once, then gets the idle connection and the link.
-        public var openGrace: Duration = .milliseconds(15)
         /// How often background work that stopped at the cache's limits looks for room again.
         public var spacePollInterval: Duration = .seconds(1)
-        /// While slots are free and transfers run, how often the prefetcher looks again for work:
-        /// a slow mirror's tail can be taken over only once its speed is known
-        /// (`CachedFile.fetchNextMissing`), which no transfer's end may announce for a while.
+        /// While slots are free, how often the prefetcher looks again for work that no event
+        /// announces: a slow mirror's tail can be taken over only once its speed is known
+        /// (`CachedFile.fetchNextMissing`), and the blocks a sequential reader's read-ahead kept
+        /// are free for background work a while after it stops (`FilePlan.readerZone`).
         public var idleSlotRecheck: Duration = .milliseconds(500)
 
         public init() {}
@@ -162,7 +160,9 @@ public final class Prefetcher: Sendable {
     }
 
     private func pumpAfterOpen() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.openGrace.timeInterval) { [self] in pump() }
+        // A file just opened is left to its reader this long (`FilePlan.isNewlyOpened`).
+        let grace = catalog.environment.policy.openGrace
+        DispatchQueue.global().asyncAfter(deadline: .now() + grace.timeInterval) { [self] in pump() }
     }
 
     /// Fills every free slot with the most urgent work there is.
@@ -172,7 +172,7 @@ public final class Prefetcher: Sendable {
                 releaseSlot()
                 if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
                     wakeAfterRest()
-                    recheckWhileRunning()
+                    recheckLater()
                 } else {
                     waitForSpace()
                 }
@@ -244,11 +244,14 @@ public final class Prefetcher: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in pump() }
     }
 
-    /// A slot is free while transfers run, in a manifest with mirrors: look for work again a
-    /// little later (see `idleSlotRecheck`). Without mirrors, a transfer's end is the only news.
-    private func recheckWhileRunning() {
+    /// A slot is free while transfers run in a manifest with mirrors, or while a reader keeps
+    /// a file's blocks for its read-ahead: look for work again a little later (see
+    /// `idleSlotRecheck`). Otherwise a transfer's end or a file's opening is the only news.
+    private func recheckLater() {
+        let readerKeepsWork = configuration.policy != .none && catalog.filesInUse().contains { $0.backgroundWaitsForReader }
         let due = state.withLock { state -> Bool in
-            guard state.hasMirrors, !state.stopped, !state.paused, state.running > 0, !state.recheckScheduled else { return false }
+            guard (state.hasMirrors && state.running > 0) || readerKeepsWork,
+                  !state.stopped, !state.paused, !state.recheckScheduled else { return false }
             state.recheckScheduled = true
             return true
         }

@@ -13,6 +13,9 @@ public final class CurlClient: RemoteClient {
         /// finds one at once; a held background transfer gives its own up when a reader's
         /// request would otherwise wait for one (`CurlMultiLoop.startForeground`).
         public var foregroundReservedConnections = 2
+        /// A held background transfer whose rest would come within this long (at the pace it
+        /// came so far) runs to its end rather than give its connection up to a reader's request.
+        public var backgroundFinishesWithin: Duration = .milliseconds(250)
         /// Background transfers running at once; more wait in the client until one ends.
         var backgroundConnectionLimit: Int {
             max(1, maxConnectionsPerHost - foregroundReservedConnections)

@@ -32,9 +32,10 @@ final class CurlMultiLoop {
             curl_multi_perform(multi.raw, &running)
             storeCoalescedData()
             collectFinished()
+            let undecided = reviewFinishingFirst()
             schedule(paused: backgroundPaused)
             var ready: Int32 = 0
-            curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
+            curl_multi_poll(multi.raw, nil, 0, undecided ? 20 : 1000, &ready)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi.raw, easy)
@@ -85,20 +86,61 @@ final class CurlMultiLoop {
     /// A reader's request (or probe) goes out now. libcurl opens at most `maxConnectionsPerHost`
     /// connections to a server and queues what comes beyond them, first come first served: a
     /// reader's request would wait there behind a collection's size probes while held background
-    /// transfers keep their connections. Those give their connections up instead, as many as the
-    /// request needs, and ask for the rest of their bytes again once readers are done.
+    /// transfers keep their connections. As many background transfers as the request needs
+    /// connections make room: one whose rest would come within `backgroundFinishesWithin` runs
+    /// to its end (it is no longer held) and the request takes its connection then, since giving
+    /// it up would lose what the server has already sent it (on loopback, often all of it); a
+    /// slower one gives its connection up and asks for the rest of its bytes again once readers
+    /// are done. One whose pace is not known yet runs until it is (`reviewFinishingFirst`).
     private func startForeground(_ spec: TransferSpec) {
         var excess = connections(to: spec.server) + 1 - configuration.maxConnectionsPerHost
-        let background = active.filter { $0.value.isBackground && $0.value.server == spec.server }
+        // One already finishing first frees its connection for an earlier request.
+        let background = active.filter { $0.value.isBackground && !$0.value.finishesFirst && $0.value.server == spec.server }
         for (easy, transfer) in background where excess > 0 {
-            guard let rest = transfer.remainder() else { continue }
-            curl_multi_remove_handle(multi.raw, easy)
-            active[easy] = nil
-            transfer.gaveUpItsConnection()
-            waitingBackground.insert(rest, at: 0)
-            excess -= 1
+            if finishesSoon(transfer) ?? true {
+                transfer.finishesFirst = true
+                excess -= 1
+            } else if giveUpConnection(of: easy, transfer) {
+                excess -= 1
+            }
         }
         start(spec)
+    }
+
+    /// Whether a background transfer's rest comes within `backgroundFinishesWithin`; nil while
+    /// its pace is unknown (no body byte yet) and it started less than that long ago.
+    private func finishesSoon(_ transfer: CurlTransfer) -> Bool? {
+        let limit = configuration.backgroundFinishesWithin
+        guard let rest = transfer.expectedRestDuration else {
+            return ContinuousClock.now - transfer.startedAt < limit ? nil : false
+        }
+        return rest <= limit
+    }
+
+    /// A background transfer let run to its end for a reader's sake that turns out slow gives
+    /// its connection up after all. True while some are still undecided (the loop then looks
+    /// again soon instead of sleeping up to a second).
+    private func reviewFinishingFirst() -> Bool {
+        var undecided = false
+        for (easy, transfer) in active where transfer.finishesFirst && transfer.isBackground {
+            switch finishesSoon(transfer) {
+            case nil: undecided = true
+            case false?: _ = giveUpConnection(of: easy, transfer)
+            case true?: break
+            }
+        }
+        return undecided
+    }
+
+    /// Ends a background transfer here and queues the rest of its range; false when it has
+    /// no rest to ask for (then it keeps its connection).
+    private func giveUpConnection(of easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) -> Bool {
+        guard let rest = transfer.remainder() else { return false }
+        curl_multi_remove_handle(multi.raw, easy)
+        active[easy] = nil
+        transfer.gaveUpItsConnection()
+        waitingBackground.insert(rest, at: 0)
+        return true
     }
 
     private func start(_ spec: TransferSpec) {
@@ -123,7 +165,8 @@ final class CurlMultiLoop {
             // A transfer raised to the foreground while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let hold = holdBackground && transfer.isBackground && (transfer.isPaused || transfer.isReceivingBody)
+            let hold = holdBackground && transfer.isBackground && !transfer.finishesFirst
+                && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {
                 curl_easy_pause(easy, CURLPAUSE_RECV)

@@ -41,6 +41,12 @@ final class CurlTransfer {
     var isResuming = false
     /// The response's headers were checked and its body has begun.
     var isReceivingBody: Bool { checked }
+    /// A background transfer close to its end that runs to it instead of giving its connection
+    /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
+    var finishesFirst = false
+    /// When the request was handed to libcurl, and when its latest body byte came: its pace.
+    let startedAt = ContinuousClock.now
+    private var lastBodyAt: ContinuousClock.Instant?
 
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
@@ -171,7 +177,7 @@ final class CurlTransfer {
         case .range(let request, _, _):
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
-            if !isResuming, isBackground, gate.holdsBackground {
+            if !isResuming, isBackground, !finishesFirst, gate.holdsBackground {
                 isPaused = true
                 return .pause
             }
@@ -198,7 +204,17 @@ final class CurlTransfer {
             _ = coalesced!.append(bytes)
         }
         bodyBytes += UInt64(bytes.count)
+        lastBodyAt = .now
         return .taken
+    }
+
+    /// How long the rest of a range's body would take at the pace it came so far (from the
+    /// request's start to its latest byte); nil before its first byte.
+    var expectedRestDuration: Duration? {
+        guard case .range(let request, _, _) = spec, let lastBodyAt, bodyBytes > 0 else { return nil }
+        let rest = UInt64(request.range.count) - min(bodyBytes, UInt64(request.range.count))
+        let seconds = (lastBodyAt - startedAt).timeInterval * Double(rest) / Double(bodyBytes)
+        return .seconds(seconds)
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the
