@@ -52,6 +52,17 @@ TTFB_OFFSET = 400 * MiB
 SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
 MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
 WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory; web/tree: 10,000 files
+# The library rows: a music library of tagged MP3s with cover pictures, made on first use (outside
+# DATA_VERSION; a new LIBRARY_VERSION makes it again): artists x albums x tracks, each track one of
+# the encoded bodies (seconds, kb/s) muxed with its own tags.
+LIBRARY, LIBRARY_VERSION = "library", "v1"
+LIBRARY_ARTISTS = ("Aurora Lane", "The Bench Ensemble", "Kiln and Harbour", "Marta Okafor Trio", "Northbound Static")
+LIBRARY_ALBUMS, LIBRARY_TRACKS = 2, 10          # 100 MP3s
+LIBRARY_BODIES = ((130, 128), (165, 160), (200, 192), (215, 128), (180, 160), (240, 128))   # 2-5 MB each
+LIBRARY_SCAN_TIMEOUT = 600      # s for one scan of the whole library
+# rclone and httpdirfs fetch every file whole during a scan (about 2.5 min over the slow link):
+# one run each, not --repeats, and a shorter limit.
+LIBRARY_OTHERS_TIMEOUT = 300
 # The bucket rows: moto's S3 server on loopback, its bucket holding web/wide's files under wide/
 # and one 256 MiB object (made on first use, outside DATA_VERSION).
 S3_PORT = 18485
@@ -257,10 +268,12 @@ class Context:
         return self.work / "manifests" / f"{link}-{name}.txt"
 
     # -- mounting
-    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False, source=None):
+    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False, source=None,
+              directory=""):
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
         httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
-        link "bucket" mounts the S3 bucket that start_bucket put on moto's server."""
+        link "bucket" mounts the S3 bucket that start_bucket put on moto's server. `directory`
+        ("library/") mounts that directory of the web tree instead of its root."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
@@ -268,6 +281,7 @@ class Context:
         cache.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         env = None
+        web = self.links[link] + "/" + directory
         if system == "rangefs":
             # --rangefs-prefetch measures every row with one policy: the default (all) and none
             # side by side show what background work costs a reader.
@@ -275,16 +289,16 @@ class Context:
         if link == "bucket":
             cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
         elif system == "rangefs":
-            source = str(source) if source else self.links[link] + "/" if listing else str(self.manifest(link, manifest))
+            source = str(source) if source else web if listing else str(self.manifest(link, manifest))
             cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
         elif system == "rclone":
-            cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", self.links[link] + "/",
+            cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", web,
                    "--config", str(self.work / "rclone.conf"), "--read-only",
                    "--vfs-cache-mode", "full", "--cache-dir", str(cache),
                    "--daemon", "--log-file", str(cache / "rclone.log"), "--log-level", "NOTICE"]
         else:
             cmd = ["httpdirfs", "--cache", "--cache-location", str(cache), "--no-range-check",
-                   self.links[link] + "/", str(mnt)]
+                   web, str(mnt)]
         self.mounts[str(mnt)] = (system, None)
         # Output to a file, not a pipe: a daemon that keeps our pipe open would hang us.
         output = cache.parent / (cache.name + ".mount.log")
@@ -457,6 +471,65 @@ def ensure_web_tree():
     marker.write_text("ok\n")
 
 
+def id3v1_tag(title, artist, album, year, comment, track, genre):
+    """An ID3v1.1 tag: the last 128 bytes of a file."""
+    def text(value, size):
+        return value.encode("latin-1")[:size].ljust(size, b"\0")
+    tag = (b"TAG" + text(title, 30) + text(artist, 30) + text(album, 30) + text(str(year), 4)
+           + text(comment, 28) + b"\0" + bytes([track, genre]))
+    assert len(tag) == 128
+    return tag
+
+
+def ensure_library():
+    """The library rows' music library, made the first time it is missing: per artist and album
+    a directory of MP3s of 2-4 min at 128-192 kb/s, each with an ID3v2.3 tag (title, artist, album,
+    track) and its album's cover picture (APIC, a JPEG of 40-70 KiB). Every third track also ends
+    in an ID3v1.1 tag whose year, comment and genre its ID3v2 tag lacks: a tag reader that shows
+    them has read the file's tail. A few bodies are encoded once and muxed with -c copy."""
+    root = WWW / LIBRARY
+    marker = root / f".complete-{LIBRARY_VERSION}"
+    if marker.exists():
+        return
+    log(f"generating {LIBRARY}/ (once)")
+    shutil.rmtree(root, ignore_errors=True)
+    ff = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
+    words = ("Second", "Quiet", "Paper", "Salt", "Late", "Glass", "Open", "Winter", "Copper", "Hollow",
+             "Light", "Rooms", "Harbour", "Signals", "Orchard", "Weather", "Rivers", "Engines", "Gardens", "Letters")
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        bodies = []
+        for i, (seconds, kbps) in enumerate(LIBRARY_BODIES):
+            bodies.append(Path(tmp) / f"body{i}.mp3")
+            run(ff + ["-f", "lavfi", "-i", f"anoisesrc=color=pink:sample_rate=44100:duration={seconds}:seed={i + 1}",
+                      "-ac", "2", "-c:a", "libmp3lame", "-b:a", f"{kbps}k", str(bodies[-1])], 300)
+        index = 0
+        for a, artist in enumerate(LIBRARY_ARTISTS):
+            for b in range(LIBRARY_ALBUMS):
+                album = " ".join(rng.sample(words, 2))
+                number = a * LIBRARY_ALBUMS + b
+                cover = Path(tmp) / f"cover{number}.jpg"
+                side = 480 + 40 * (number % 5)
+                run(ff + ["-f", "lavfi", "-i", f"testsrc2=size={side}x{side}:rate=1", "-frames:v", "1",
+                          "-vf", f"noise=alls=12:allf=u:all_seed={number}", "-q:v", "3", str(cover)], 60)
+                folder = root / artist / album
+                folder.mkdir(parents=True)
+                for track in range(1, LIBRARY_TRACKS + 1):
+                    title = " ".join(rng.sample(words, rng.choice((1, 2, 3))))
+                    path = folder / f"{track:02d} {title}.mp3"
+                    run(ff + ["-i", str(bodies[index % len(bodies)]), "-i", str(cover), "-map", "0:a", "-map", "1",
+                              "-c", "copy", "-id3v2_version", "3", "-metadata", f"title={title}",
+                              "-metadata", f"artist={artist}", "-metadata", f"album={album}",
+                              "-metadata", f"track={track}/{LIBRARY_TRACKS}", "-metadata:s:v", "title=Album cover",
+                              "-metadata:s:v", "comment=Cover (front)", str(path)], 120)
+                    if index % 3 == 0:
+                        with open(path, "ab") as f:
+                            f.write(id3v1_tag(title, artist, album, 1990 + number, "ID3v1 only", track, 52))
+                    index += 1
+    run(["chmod", "-R", "a+rX", str(root)], 60)
+    marker.write_text("ok\n")
+
+
 def ensure_stream_file(files):
     """The streaming row's MP3 (192 kb/s, 10 min), generated the first time it is missing."""
     path = WWW / STREAM
@@ -587,6 +660,35 @@ class LogMark:
                 if len(parts) >= 4 and parts[1] == "/" + uri_path:
                     total += int(parts[3])
         return total
+
+    @staticmethod
+    def settle(ctx, link, quiet=1.0, timeout=20):
+        """Waits until the link's log has not grown for `quiet` seconds: a request that a client
+        dropped is logged only when nginx next tries to send on it."""
+        path = ctx.logs[link]
+        deadline = time.monotonic() + timeout
+        size, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = path.stat().st_size if path.exists() else 0
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.1)
+
+    def traffic(self, ctx, link, prefix):
+        """Bytes nginx sent for the URI paths under `prefix` after this mark, and the number of
+        those requests, once the log has settled."""
+        LogMark.settle(ctx, link)
+        total = count = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) >= 4 and parts[1].startswith("/" + prefix):
+                    total += int(parts[3])
+                    count += 1
+        return total, count
 
 
 # ----------------------------------------------------------------------------- results
@@ -1835,6 +1937,178 @@ def rows_web(ctx, link):
     return rows
 
 
+# ----------------------------------------------------------------------------- music library
+
+def library_files():
+    """The library's MP3s, by their paths under library/, in the order a scan takes them."""
+    root = WWW / LIBRARY
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.mp3"))
+
+
+def scan_library(root, command, normalize, timeout=LIBRARY_SCAN_TIMEOUT):
+    """A media server's first scan of `root`: find every MP3, then one process per file, one file
+    at a time. Returns the seconds from the start of find to the end of the last process, and
+    each file's output (`normalize(stdout, path)`) by its path under `root`."""
+    deadline = time.monotonic() + timeout
+    start = time.perf_counter()
+    found = run(["find", str(root), "-type", "f", "-name", "*.mp3"], timeout).stdout.splitlines()
+    outputs = {}
+    for path in sorted(found):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BenchError(f"the scan did not finish in {timeout} s ({len(outputs)} of {len(found)} files)")
+        outputs[os.path.relpath(path, root)] = normalize(run(command(path), min(left, 120)).stdout, path)
+    return time.perf_counter() - start, outputs
+
+
+def mutagen_output(out, path):
+    """mutagen-inspect's report without its first line, which names the file's path."""
+    lines = out.splitlines()
+    if not lines or not lines[0].startswith("-- "):
+        raise BenchError(f"mutagen-inspect printed no report for {path}")
+    return "\n".join(lines[1:])
+
+
+def ffprobe_output(out, path):
+    """ffprobe's JSON without the file name."""
+    try:
+        report = json.loads(out)
+        report["format"].pop("filename")
+    except (ValueError, KeyError, TypeError):
+        raise BenchError(f"ffprobe printed no report for {path}")
+    return json.dumps(report, sort_keys=True)
+
+
+def library_names(rel):
+    """Title, artist and album that ensure_library gave the file at `rel` (its path tells)."""
+    artist, album, name = rel.split("/")
+    return name[3:-len(".mp3")], artist, album
+
+
+def check_mutagen(outputs):
+    """Every file's tags as written, its cover, and the ID3v1 tag's year where the file ends in one."""
+    for rel, out in outputs.items():
+        title, artist, album = library_names(rel)
+        lines = out.splitlines()
+        track = int(rel.split("/")[2][:2])
+        want = [f"TIT2={title}", f"TPE1={artist}", f"TALB={album}", f"TRCK={track}/{LIBRARY_TRACKS}"]
+        missing = [w for w in want if w not in lines]
+        if not any(l.startswith("APIC=cover front, Album cover (image/jpeg") for l in lines):
+            missing.append("the cover")
+        with open(WWW / LIBRARY / rel, "rb") as f:
+            f.seek(-128, os.SEEK_END)
+            if f.read(3) == b"TAG" and not any(l.startswith("TDRC=") for l in lines):
+                missing.append("the ID3v1 tag's year")
+        if missing:
+            raise BenchError(f"mutagen-inspect of the local {rel} lacks {', '.join(missing)}")
+
+
+def check_ffprobe(outputs):
+    """Every file's title and artist, an MP3 audio stream and the cover as an attached picture."""
+    for rel, out in outputs.items():
+        title, artist, _ = library_names(rel)
+        report = json.loads(out)
+        tags = report["format"].get("tags", {})
+        streams = report.get("streams", [])
+        if (tags.get("title"), tags.get("artist")) != (title, artist) or [s.get("codec_name") for s in streams] != \
+                ["mp3", "mjpeg"] or streams[1].get("disposition", {}).get("attached_pic") != 1:
+            raise BenchError(f"ffprobe of the local {rel} lacks its tags, its audio or its cover")
+
+
+def rows_library(ctx, link):
+    """A first scan of a freshly mounted music library, as a media server or a tagger makes one
+    (Jellyfin, Navidrome, beets open every file once): a tag reader (mutagen, the library beets and
+    Picard read tags with) and ffprobe, one process per file, one file at a time. The baseline is
+    the same scan of the local files. RangeFS runs with its default --prefetch all, which fetches
+    whole files in the background while the scan runs, and with --prefetch none."""
+    n = ctx.args.repeats
+    files = library_files()
+    size = sum((WWW / LIBRARY / rel).stat().st_size for rel in files)
+    directory = LIBRARY + "/"
+    policies = [ctx.args.rangefs_prefetch] if ctx.args.rangefs_prefetch else ["all", "none"]
+    # What each reads of this library (strace of the local scans).
+    scans = [
+        ("tags", "mutagen-inspect", "mutagen-inspect", lambda f: ["mutagen-inspect", f], mutagen_output,
+         check_mutagen, "mutagen-inspect reads about 70 KiB at the head of each file (the ID3v2 tag with its "
+                        "cover, the first frame) and its last 160 bytes (ID3v1, APEv2): 6.6 MiB in all."),
+        ("ffprobe", "ffprobe -show_format -show_streams", "ffprobe",
+         lambda f: ["ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", f], ffprobe_output,
+         check_ffprobe, "ffprobe reads the first 96 or 128 KiB of each file, nothing at its end: 10.3 MiB in all."),
+    ]
+    rows = []
+    for rid, label, tool, command, normalize, check, reads in scans:
+        what = f"First scan of a {len(files)}-MP3 library ({size / MiB:.0f} MiB): {label} per file ({link})"
+        main = Row(f"library-{rid}-{link}", what, "s", "lower", "the same scan of the local files", link,
+                   note=f"The web directory {directory} mounted by its URL (nginx's autoindex), cold: a fresh mount, "
+                        "an empty cache, the page cache dropped; find, then one process per file, one at a time "
+                        "(mount time not counted); the baseline scans the local files, the page cache dropped. "
+                        "Each output is compared with the local scan's, which is checked against the tags written. "
+                        f"RangeFS with --prefetch {policies[0]}; rclone and httpdirfs one run each. {reads} Fetched: the bytes "
+                        f"nginx sent under /{directory} and its requests, from the mount until the unmount right "
+                        "after the scan (RangeFS: median of the repeats).")
+        by_policy = {policies[0]: main}
+        rows.append(main)
+        if len(policies) > 1:
+            by_policy["none"] = Row(f"library-{rid}-none-{link}", f"  the same, RangeFS with --prefetch none ({link})",
+                                    "s", "lower", "the same scan of the local files", link,
+                                    note="As the row above, RangeFS with --prefetch none (read-ahead alone).")
+            rows.append(by_policy["none"])
+        expected = {}
+
+        def baseline(tool=tool, command=command, normalize=normalize, check=check, expected=expected):
+            if not shutil.which(tool):
+                raise BenchError(f"{tool} is not installed (bench/run.sh installs it)")
+            times = []
+            for _ in range(n):
+                ctx.drop_caches()
+                seconds, outputs = scan_library(WWW / LIBRARY, command, normalize)
+                if sorted(outputs) != files:
+                    raise BenchError(f"the local scan found {len(outputs)} files, expected {len(files)}")
+                check(outputs)
+                expected.update(outputs)
+                times.append(seconds)
+            return median(times)
+
+        def system(row, name, prefetch, tool=tool, command=command, normalize=normalize, expected=expected):
+            def measure():
+                if not expected:
+                    raise BenchError("no local scan to compare with")
+                rangefs = name == "rangefs"
+                times, sent, requests = [], [], []
+                for _ in range(n if rangefs else 1):
+                    ctx.drop_caches()
+                    LogMark.settle(ctx, link)     # the last run's dropped requests, logged late, are not ours
+                    mark = LogMark(ctx, link)
+                    with mounted(ctx, name, link, prefetch=prefetch, listing=True, directory=directory) as m:
+                        seconds, outputs = scan_library(m.mnt, command, normalize,
+                                                        LIBRARY_SCAN_TIMEOUT if rangefs else LIBRARY_OTHERS_TIMEOUT)
+                    # Unmounted right after the scan: the background transfers stop there.
+                    fetched, count = mark.traffic(ctx, link, directory)
+                    if sorted(outputs) != files:
+                        raise BenchError(f"the scan found {len(outputs)} files, expected {len(files)}")
+                    wrong = [rel for rel in files if outputs[rel] != expected[rel]]
+                    if wrong:
+                        raise BenchError(f"{tool} read {len(wrong)} files differently than the local ones, "
+                                         f"first {wrong[0]}")
+                    times.append(seconds)
+                    sent.append(fetched)
+                    requests.append(count)
+                text = f"{median(sent) / MiB:.1f} MiB in {median(requests):.0f} requests"
+                row.note += f" {name} fetched {text}" + ("." if rangefs else f" ({times[0]:.1f} s, one run).")
+                log(f"  {row.rid} [{name}] fetched {text}")
+                return median(times)
+            return measure
+
+        measure_cell(main, "baseline", baseline)
+        for row in by_policy.values():
+            row.values["baseline"] = main.values["baseline"]
+        for name in systems(ctx):
+            for prefetch, row in by_policy.items():
+                if name == "rangefs" or row is main:
+                    measure_cell(row, name, system(row, name, prefetch))
+    return rows
+
+
 # ----------------------------------------------------------------------------- S3 bucket
 
 def s3_python(ctx):
@@ -2252,7 +2526,8 @@ def write_markdown(ctx, rows, info, elapsed):
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
             "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
             "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls, "
-            "the 100,000-entry manifest and the web directory rows, `--prefetch all` for the prefetcher row."),
+            "the 100,000-entry manifest and the web directory rows, `--prefetch all` for the prefetcher row, "
+            "both its default `--prefetch all` and `--prefetch none` for the library rows."),
            "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
            "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
            "RangeFS manifests list.",
@@ -2297,13 +2572,13 @@ def write_markdown(ctx, rows, info, elapsed):
             "## Machine and versions", ""]
     out += [f"- {k}: {md_escape(v)}" for k, v in info.items()]
     out += ["", "## Rerun", "",
-            "```sh", "bench/run.sh                 # everything, ~25 minutes; needs root (apt, drop_caches) and /dev/fuse",
+            "```sh", "bench/run.sh                 # everything, ~40 minutes; needs root (apt, drop_caches) and /dev/fuse",
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs, awscli, aria2 and python3-matplotlib with apt (plus the project's own "
-            "dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once into `bench/data/` "
-            "(about 1 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
+            "It installs fio, sox, rclone, httpdirfs, awscli, aria2, python3-mutagen and python3-matplotlib with apt (plus the "
+            "project's own dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once "
+            "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
     (DOCS / "benchmarks.md").write_text("\n".join(out))
 
@@ -2395,10 +2670,12 @@ def write_chart(rows, path):
 # ----------------------------------------------------------------------------- main
 
 GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web",
-          "bucket", "mirrors"]
+          "library", "bucket", "mirrors"]
 # "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not
 # front; "mirrors" its own three nginx.
 PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
+# A library's first scan is a question for the distant link.
+SLOW_ONLY = {"library"}
 
 
 def check_tools(ctx):
@@ -2469,6 +2746,8 @@ def main():
             shutil.rmtree(ctx.work / sub, ignore_errors=True)
         ctx.files = ensure_stream_file(generate_data())
         ensure_web_tree()
+        if "library" in groups:
+            ensure_library()
         write_manifests(ctx)
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT} (limit_rate {args.rate}); "
@@ -2485,6 +2764,7 @@ def main():
             "rss": lambda l: row_rss_sparse(ctx),
             "many": lambda l: rows_many(ctx),
             "web": lambda l: rows_web(ctx, l),
+            "library": lambda l: rows_library(ctx, l),
             "bucket": lambda l: rows_bucket(ctx),
             "stream": lambda l: rows_streaming(ctx),
             "mirrors": lambda l: rows_mirrors(ctx),
@@ -2493,7 +2773,7 @@ def main():
             if group not in groups:
                 continue
             for link in links:
-                if group in PLAIN_ONLY and link != "plain":
+                if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
                     continue
                 log(f"== {group} ({link})")
                 rows += measure[group](link)

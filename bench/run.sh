@@ -10,7 +10,8 @@
 #        [--rangefs-prefetch all|opened|none]
 #        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
-# Takes about 25 minutes on 2 cores. Everything it mounts or starts is stopped on exit.
+# Takes about 40 minutes on 2 cores (15 of them the library rows, whose rclone and httpdirfs
+# scans fetch the whole library). Everything it mounts or starts is stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -44,7 +45,8 @@ trap 'exit 130' INT TERM HUP
 # The project's own dependencies, among them boto3 and moto[server] (pip, for the python3 on
 # PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
-bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-matplotlib openssl coreutils)
+# python3-mutagen: mutagen-inspect, the tag reader of the library rows.
+bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-mutagen python3-matplotlib openssl coreutils)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
