@@ -87,10 +87,10 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Cache block size for newly seen files, e.g. 256K or 1M (4K to 64M).")
     var blockSize: String = "256K"
 
-    @Option(help: "Which files to complete in the background: all, opened or none.")
+    @Option(help: "What to fetch in the background: all (the start and end of every file first, where tags live, then every file), opened (the files opened) or none.")
     var prefetch: String = "all"
 
-    @Option(help: "Background transfers at once; every server with work gets one before any server gets a second.")
+    @Option(help: "Background transfers at once that complete files; every server with work gets one before any server gets a second. The starts and ends of a collection's files go up to 6 at once (with --max-rate, up to this many).")
     var maxDownloads: Int = 3
 
     @Option(help: "Cap on background download speed in bytes per second, e.g. 2M (foreground reads are never capped).")
@@ -263,6 +263,8 @@ struct MountCommand: ParsableCommand {
         var prefetchConfiguration = Prefetcher.Configuration()
         prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
         prefetchConfiguration.maxDownloads = maxDownloads
+        // --max-rate is shared by --max-downloads transfers (`MountRunner`): heads take no more at once.
+        if maxRate != nil { prefetchConfiguration.maxHeadTransfers = maxDownloads }
         var listingSettings = ListedDirectories.Settings()
         listingSettings.maxAge = DurationText.parse(dirCacheTime)!
         let runner = MountRunner(manifest: loaded, loader: loader,

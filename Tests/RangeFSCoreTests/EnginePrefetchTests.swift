@@ -12,11 +12,14 @@ struct EnginePrefetchTests {
                         "b.bin": FetchEngineHarness.bytes(256 * 1024, seed: 2),
                         "c.bin": FetchEngineHarness.bytes(256 * 1024, seed: 3)]
 
-    static func configuration(_ policy: PrefetchPolicy, downloads: Int = 3) -> Prefetcher.Configuration {
+    /// Without heads first unless `headsFirst`: these tests are about completing files (heads
+    /// first have their own suite, `EngineHeadsTests`).
+    static func configuration(_ policy: PrefetchPolicy, downloads: Int = 3, headsFirst: Bool = false) -> Prefetcher.Configuration {
         var configuration = Prefetcher.Configuration()
         configuration.policy = policy
         configuration.maxDownloads = downloads
         configuration.chunkBytes = 64 * 1024
+        if !headsFirst { configuration.maxHeadTransfers = 0 }
         return configuration
     }
 

@@ -43,12 +43,14 @@ struct EngineSchedulingTests {
         #expect(try engine.read(fastFile, 0..<UInt64(fast.count)).value == fast)
     }
 
-    @Test func aReadersFirstRequestsFindAConnectionWhileACollectionsProbesAndBackgroundWorkHoldThemAll() throws {
+    /// With heads first, the big files' heads and tails hold six connections instead of three chunks.
+    @Test(arguments: [false, true])
+    func aReadersFirstRequestsFindAConnectionWhileACollectionsProbesAndBackgroundWorkHoldThemAll(headsFirst: Bool) throws {
         var files = ["big0.bin": FetchEngineHarness.bytes(1 << 20, seed: 1), "big1.bin": FetchEngineHarness.bytes(1 << 20, seed: 2),
                      "big2.bin": FetchEngineHarness.bytes(1 << 20, seed: 3), "zz-last.bin": FetchEngineHarness.bytes(64 * 1024, seed: 4)]
         let collection = (0..<2000).map { String(format: "f%04d.bin", $0) }
         for name in collection { files[name] = [UInt8(ascii: "x")] }
-        var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3)
+        var prefetch = EnginePrefetchTests.configuration(.all, downloads: 3, headsFirst: headsFirst)
         prefetch.chunkBytes = 64 * 1024
         // Probes that wait 20 s for an answer are not stalled transfers here.
         let engine = try FetchEngineHarness(files: files, prefetch: prefetch) { $0.stallTimeoutSeconds = 60 }
@@ -56,11 +58,12 @@ struct EngineSchedulingTests {
         for name in ["big0.bin", "big1.bin", "big2.bin"] { engine.server.configure(name, PathOptions(bytesPerSecond: 2048)) }
         // ...and every size probe of the collection is answered after 20 s.
         for name in collection { engine.server.configure(name, PathOptions(latency: .seconds(20))) }
-        // Their sizes are known: the prefetcher's three slots take chunks of them at once.
+        // Their sizes are known: the prefetcher's slots take chunks (or heads and tails) of them at once.
         for name in ["big0.bin", "big1.bin", "big2.bin"] { _ = try #require(try engine.file(name).value) }
         engine.prefetcher.start()
-        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests.filter { $0.method == "GET" }.count == 3 },
-                "\(engine.server.requests)")
+        #expect(FilesystemHarness.eventually(timeout: 5) {
+            engine.server.requests.filter { $0.method == "GET" }.count == (headsFirst ? 6 : 3)
+        }, "\(engine.server.requests)")
         // A listing of the collection: its probes take the connections the client allows a host.
         engine.catalog.discoverSizes(ofEntries: collection.prefix(FileCatalog.eagerListingLimit).map(engine.entry))
         #expect(FilesystemHarness.eventually(timeout: 5) {

@@ -92,13 +92,15 @@ final class FetchEngineHarness {
     }
 
     /// Unmounts (stops the transfers, makes what was fetched durable) and mounts the same
-    /// manifest again over the same cache and server, which the new harness then owns.
-    func remount() throws -> FetchEngineHarness {
+    /// manifest again over the same cache and server, which the new harness then owns; its
+    /// prefetcher is configured as this one's unless `prefetch` says otherwise.
+    func remount(prefetch: Prefetcher.Configuration? = nil) throws -> FetchEngineHarness {
         prefetcher.stop()
         catalog.shutdown()
         closed = true
         return try FetchEngineHarness(server: server, cachePath: directory.path, manifest: catalog.manifest, policy: policy,
-                                      limits: limits, prefetch: prefetcher.configuration, statedSizesAreExact: catalog.statedSizesAreExact)
+                                      limits: limits, prefetch: prefetch ?? prefetcher.configuration,
+                                      statedSizesAreExact: catalog.statedSizesAreExact)
     }
 
     func close() {

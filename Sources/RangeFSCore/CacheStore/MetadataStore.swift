@@ -110,6 +110,13 @@ public final class MetadataStore: Sendable {
                 table.column("listing", .blob).notNull()
             }
         }
+        migrator.registerMigration("v6-head-tail-sizes") { db in
+            try db.create(table: "head_tail_size") { table in
+                table.column("fileType", .text).primaryKey()
+                table.column("head", .integer).notNull()
+                table.column("tail", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -124,6 +131,31 @@ public final class MetadataStore: Sendable {
         try database.write { db in
             try db.execute(sql: "INSERT INTO setting(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [key, value])
+        }
+    }
+
+    /// The head and tail sizes learned per file type (`LearnedHeadTails`), read once at mount time.
+    func learnedHeadTails() throws -> [String: HeadTailSizes] {
+        let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT fileType, head, tail FROM head_tail_size") }
+        var sizes: [String: HeadTailSizes] = [:]
+        for row in rows {
+            let type: String = row["fileType"]
+            let head: Int64 = row["head"]
+            let tail: Int64 = row["tail"]
+            sizes[type] = HeadTailSizes(head: UInt64(max(0, head)), tail: UInt64(max(0, tail)))
+        }
+        return sizes
+    }
+
+    /// Keeps the head and tail sizes learned for these file types, in one transaction.
+    func saveLearnedHeadTails(_ sizes: [String: HeadTailSizes]) throws {
+        try database.write { db in
+            for (type, size) in sizes {
+                try db.execute(sql: """
+                    INSERT INTO head_tail_size(fileType, head, tail) VALUES(?, ?, ?)
+                    ON CONFLICT(fileType) DO UPDATE SET head = excluded.head, tail = excluded.tail
+                    """, arguments: [type, Int64(size.head), Int64(size.tail)])
+            }
         }
     }
 

@@ -84,13 +84,13 @@ public final class FileCatalog: Sendable {
         file(forEntry: index) { [self] result in
             completion(result.map { file in
                 let key = file.url.absoluteString
-                usage.withLock { usage in
-                    if usage.openHandles[key] == nil, !usage.everOpened.contains(key) {
-                        usage.everOpened.append(key)
-                    }
+                let firstOpen = usage.withLock { usage -> Bool in
+                    let first = usage.openHandles[key] == nil && !usage.everOpened.contains(key)
+                    if first { usage.everOpened.append(key) }
                     usage.openHandles[key, default: 0] += 1
+                    return first
                 }
-                let handle = OpenFile(file: file) { [self] in
+                let handle = OpenFile(file: file, firstScan: firstOpen ? firstScanWatch(of: file, entry: index) : nil) { [self] in
                     usage.withLock { usage in
                         usage.openHandles[key, default: 1] -= 1
                         if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
@@ -103,12 +103,25 @@ public final class FileCatalog: Sendable {
         }
     }
 
+    /// The first reader of a file in this mount teaches what a scan of its type reads
+    /// (`FirstScan`); a complete file's reads may not pass through here, and teach nothing.
+    private func firstScanWatch(of file: CachedFile, entry index: Int) -> FirstScanWatch? {
+        guard !file.isComplete else { return nil }
+        let type = HeadTailSizes.fileType(ofName: manifest.entries[index].path.lastComponent)
+        return FirstScanWatch(fileSize: file.layout.fileSize, type: type, learned: environment.learnedHeadTails)
+    }
+
     /// Files with an open handle now, then files opened earlier in this mount, each in the order first opened.
     public func filesInUse() -> [CachedFile] {
         let (open, earlier) = usage.withLock { usage in
             (usage.everOpened.filter { usage.openHandles[$0] != nil }, usage.everOpened.filter { usage.openHandles[$0] == nil })
         }
         return files.loadedFiles(open + earlier)
+    }
+
+    /// Files with an open handle now, in the order first opened.
+    func filesOpenNow() -> [CachedFile] {
+        files.loadedFiles(usage.withLock { usage in usage.everOpened.filter { usage.openHandles[$0] != nil } })
     }
 
     /// Called (on whatever thread) when a remote file turned out to have changed, so that what

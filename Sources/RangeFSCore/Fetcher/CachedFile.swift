@@ -221,18 +221,7 @@ public final class CachedFile: Sendable {
                 // Every missing byte is on its way: a slow mirror's tail may go to a faster one.
                 return state.plan.takeOverSlowTail(now: .now, onFinish: onFinish)
             }
-            do {
-                _ = try openDataFile(&state)
-            } catch {
-                environment.logger.error("\(error)")
-                return nil
-            }
-            // Background work never digs below the floor: it waits for room instead.
-            guard budget.reserve(UInt64(piece.count)) else {
-                state.plan.waitingForSpace = true
-                return nil
-            }
-            return state.plan.startBackgroundTransfer(piece, onFinish: onFinish)
+            return startBackgroundTransfer(of: piece, in: &state, onFinish: onFinish)
         }
         guard let actions else { return false }
         perform(actions, file: nil)
@@ -242,6 +231,39 @@ public final class CachedFile: Sendable {
     /// Background work on it waits until a sequential reader stops (`FilePlan.readerZone`).
     public var backgroundWaitsForReader: Bool {
         state.withLock { $0.plan.backgroundWaitsForReader(now: .now) }
+    }
+
+    /// Starts a background transfer of the next part of the file's head and tail of `sizes`
+    /// (`FilePlan+Heads`, at most `maxBytes`) that is neither here nor on its way, and tells
+    /// `onFinish` when it ends. Returns false when there is none to start (or no room for it).
+    func fetchHeadAndTail(_ sizes: HeadTailSizes, maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
+        let actions = state.withLock { state -> [FilePlan.Action]? in
+            guard state.plan.wantsBackgroundWork, let piece = state.plan.nextHeadOrTailPiece(sizes, maxBytes: maxBytes) else {
+                return nil
+            }
+            return startBackgroundTransfer(of: piece, in: &state, onFinish: onFinish)
+        }
+        guard let actions else { return false }
+        perform(actions, file: nil)
+        return true
+    }
+
+    /// Under the lock: opens the data file and starts a background transfer of `piece`, if the
+    /// budget has room for it; nil when it does not start.
+    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State,
+                                         onFinish: @escaping @Sendable (Bool) -> Void) -> [FilePlan.Action]? {
+        do {
+            _ = try openDataFile(&state)
+        } catch {
+            environment.logger.error("\(error)")
+            return nil
+        }
+        // Background work never digs below the floor: it waits for room instead.
+        guard budget.reserve(UInt64(piece.count)) else {
+            state.plan.waitingForSpace = true
+            return nil
+        }
+        return state.plan.startBackgroundTransfer(piece, onFinish: onFinish)
     }
 
     // MARK: Performing

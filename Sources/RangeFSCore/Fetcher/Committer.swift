@@ -3,7 +3,7 @@ import Dispatch
 /// Makes cached data durable off the transfer thread, one file at a time:
 /// `fdatasync` first, then the bitmap in the database, so a crash can never mark a block
 /// present that is not on disk. The mount's other database writes (probed sizes, kept
-/// listings) go the same way, in order with the commits.
+/// listings, learned head and tail sizes) go the same way, in order with the commits.
 public final class Committer: Sendable {
     private let queue = DispatchQueue(label: "rangefs.commit")
 

@@ -92,6 +92,8 @@ public struct FetchEnvironment: Sendable {
     public var metrics: MountMetrics
     /// How fast each host answered readers lately, shared by every file of the mount.
     let hostRates = HostRates()
+    /// The head and tail sizes first scans taught, per file type (kept in the cache database).
+    let learnedHeadTails: LearnedHeadTails
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
@@ -103,5 +105,6 @@ public struct FetchEnvironment: Sendable {
         self.committer = committer
         self.policy = policy
         self.logger = logger
+        learnedHeadTails = LearnedHeadTails(store: store, committer: committer, logger: logger)
     }
 }

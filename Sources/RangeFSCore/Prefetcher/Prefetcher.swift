@@ -12,15 +12,27 @@ public enum PrefetchPolicy: String, Sendable, CaseIterable {
     case none
 }
 
-/// Completes files in the background, a few chunks at a time: files with an open handle first,
-/// then files opened earlier, then (policy `all`) the rest of the manifest in order. Its
-/// transfers are background transfers, which yield to every foreground read.
-/// Slots are shared by server (`HostShares`).
+/// Completes files in the background, a few chunks at a time: pinned entries first, files with
+/// an open handle next; then (policy `all`) the heads and tails of every file of the manifest,
+/// where tags and stream headers live (`FilePlan+Heads`, sized by file type and by what first
+/// scans taught, `LearnedHeadTails`), several at once (`HeadsWalk`); then files opened earlier,
+/// then (policy `all`) the rest of the manifest in order. Its transfers are background
+/// transfers, which yield to every foreground read. Slots are shared by server (`HostShares`).
 public final class Prefetcher: Sendable {
     public struct Configuration: Sendable {
         public var policy: PrefetchPolicy = .all
-        /// Background transfers (and size probes) at once.
+        /// Background transfers (and size probes) at once that complete files.
         public var maxDownloads = 3
+        /// Background transfers (and size probes) at once while the heads and tails of the
+        /// manifest are fetched, whole-file work included (which still takes no more than
+        /// `maxDownloads`). A head or tail is small and waits mostly for its round trip, so more at
+        /// once fill the link: over 40 ms, 100 files' heads and tails take ~3 s three at a time,
+        /// ~1.3 s six at a time. Six is what the client gives background work of a server anyway
+        /// (`CurlClient`: 8 connections per host, of which background transfers leave the last 2
+        /// to readers; `ProbeQueue`: 6 probes for listings and the background), so a reader's
+        /// request still finds a connection at once, and heads wait while a reader does.
+        /// 0: no heads first, files are completed in manifest order straight away.
+        public var maxHeadTransfers = 6
         /// One background request at most this long, so a fault costs one chunk.
         public var chunkBytes: UInt64 = 4 * 1024 * 1024
         /// How long a file whose fetch failed is left alone before the next try.
@@ -34,6 +46,8 @@ public final class Prefetcher: Sendable {
         public var idleSlotRecheck: Duration = .milliseconds(500)
 
         public init() {}
+
+        var fetchesHeadsFirst: Bool { policy == .all && maxHeadTransfers > 0 }
     }
 
     static let pausedSetting = "prefetch.paused"
@@ -51,6 +65,13 @@ public final class Prefetcher: Sendable {
         /// Manifest entries (one per URL) not yet seen complete, in manifest order.
         var pending: [Int]
         var cursor = 0
+        /// Policy `all`: the walk over the heads and tails of `pending`'s files; the manifest
+        /// walk completes files once it is finished.
+        var heads: HeadsWalk
+        /// Entries of `heads` whose size probe runs: their tail waits for their size.
+        var headsProbing: Set<Int> = []
+        /// The slots of `running` that hold whole-file work (at most `maxDownloads`).
+        var runningWholeFile = 0
         var restingUntil: [String: ContinuousClock.Instant] = [:]
         /// Entries to complete first (pinned ones).
         var urgent: [Int] = []
@@ -75,7 +96,9 @@ public final class Prefetcher: Sendable {
         self.configuration = configuration
         self.logger = logger
         let paused = (try? store.setting(Self.pausedSetting)) == "true"
-        state = Mutex(State(paused: paused, pending: Self.pendingEntries(of: catalog), hasMirrors: Self.hasMirrors(catalog)))
+        let pending = Self.pendingEntries(of: catalog)
+        state = Mutex(State(paused: paused, pending: pending, heads: HeadsWalk(entries: configuration.fetchesHeadsFirst ? pending : []),
+                            hasMirrors: Self.hasMirrors(catalog)))
     }
 
     /// The current manifest's entries, one per URL, in order.
@@ -106,6 +129,8 @@ public final class Prefetcher: Sendable {
         state.withLock { state in
             state.pending = pending
             state.cursor = 0
+            // New files' heads come first again (a listing that grew the tree).
+            state.heads.restart(with: configuration.fetchesHeadsFirst ? pending : [])
             state.hasMirrors = hasMirrors
         }
         pump()
@@ -262,9 +287,16 @@ public final class Prefetcher: Sendable {
         }
     }
 
+    /// What a slot holds: whole-file work never takes more than `maxDownloads` slots.
+    private enum Work {
+        case wholeFile, headOrTail
+    }
+
     private func reserveSlot() -> Bool {
         state.withLock { state in
-            guard !state.stopped, !state.paused, state.running < configuration.maxDownloads else { return false }
+            let slots = state.heads.isFinished ? configuration.maxDownloads
+                : max(configuration.maxDownloads, configuration.maxHeadTransfers)
+            guard !state.stopped, !state.paused, state.running < slots else { return false }
             state.running += 1
             return true
         }
@@ -274,12 +306,31 @@ public final class Prefetcher: Sendable {
         state.withLock { $0.running -= 1 }
     }
 
-    private func finished(_ key: String, host: String, succeeded: Bool) {
+    private var hasWholeFileSlot: Bool {
+        state.withLock { $0.runningWholeFile < configuration.maxDownloads }
+    }
+
+    /// Takes the reserved slot for `work`: false when whole-file work has all it may have.
+    private func claim(_ work: Work) -> Bool {
+        guard work == .wholeFile else { return true }
+        return state.withLock { state in
+            guard state.runningWholeFile < configuration.maxDownloads else { return false }
+            state.runningWholeFile += 1
+            return true
+        }
+    }
+
+    private func unclaim(_ work: Work) {
+        if work == .wholeFile { state.withLock { $0.runningWholeFile -= 1 } }
+    }
+
+    private func finished(_ key: String, host: String, work: Work, succeeded: Bool) {
         let until = ContinuousClock.now + configuration.failureBackoff
         state.withLock { state in
             if !succeeded { state.restingUntil[key] = until }
             state.hostShares.ended(on: host)
         }
+        unclaim(work)
         releaseSlot()
         pump()
     }
@@ -293,23 +344,38 @@ public final class Prefetcher: Sendable {
     }
 
     private func startNext(onHostsOtherThan busy: Set<String>) -> Bool {
-        if startNextUrgent(onHostsOtherThan: busy) { return true }
+        if hasWholeFileSlot, startNextUrgent(onHostsOtherThan: busy) { return true }
         guard configuration.policy != .none, catalog.budget.hasRoom(for: configuration.chunkBytes) else { return false }
-        for file in catalog.filesInUse() where !busy.contains(file.url.serverKey) && startChunk(of: file) {
-            return true
+        // While heads are fetched, files opened earlier wait for them: a library's scan opens every
+        // file once, and the heads of the files it has not reached yet are what it needs next.
+        let headsFirst = state.withLock { !$0.heads.isFinished }
+        if hasWholeFileSlot {
+            let files = headsFirst ? catalog.filesOpenNow() : catalog.filesInUse()
+            for file in files where !busy.contains(file.url.serverKey) && startChunk(of: file) {
+                return true
+            }
         }
         guard configuration.policy == .all else { return false }
+        if headsFirst {
+            return busy.isEmpty ? startNextHeadOrTail() : startHeadOrTailAhead(onHostsOtherThan: busy)
+        }
+        guard hasWholeFileSlot else { return false }
         return busy.isEmpty ? startNextFromManifest() : startFromManifestAhead(onHostsOtherThan: busy)
     }
 
-    /// Finds the size of an entry in a slot: that is background work on its host too.
-    private func startProbe(ofEntry index: Int) {
+    /// Finds the size of an entry in a slot: that is background work on its host too. False
+    /// when whole-file work has all its slots.
+    @discardableResult
+    private func startProbe(ofEntry index: Int, as work: Work = .wholeFile) -> Bool {
+        guard claim(work) else { return false }
         let entry = catalog.manifest.entries[index]
         let (key, host) = (entry.urlString, entry.url.serverKey)
         state.withLock { $0.hostShares.started(on: host) }
         catalog.file(forEntry: index, priority: .background) { [self] result in
-            finished(key, host: host, succeeded: result.isSuccess)
+            state.withLock { _ = $0.headsProbing.remove(index) }
+            finished(key, host: host, work: work, succeeded: result.isSuccess)
         }
+        return true
     }
 
     /// Pinned entries first; one that is complete (or whose blocks are all on their way) leaves the list.
@@ -318,8 +384,7 @@ public final class Prefetcher: Sendable {
             let key = catalog.manifest.entries[index].urlString
             guard !isResting(key), !busy.contains(catalog.manifest.entries[index].url.serverKey) else { continue }
             guard let file = catalog.knownFile(forEntry: index) else {
-                startProbe(ofEntry: index)
-                return true
+                return startProbe(ofEntry: index)
             }
             // Pinning is the user's request, not speculation: like a read, it may evict what is not pinned.
             if !file.isComplete, !catalog.budget.hasRoom(for: configuration.chunkBytes) {
@@ -332,16 +397,88 @@ public final class Prefetcher: Sendable {
     }
 
     private func startChunk(of file: CachedFile) -> Bool {
+        startTransfer(of: file, as: .wholeFile) { file.fetchNextMissing(maxBytes: configuration.chunkBytes, onFinish: $0) }
+    }
+
+    /// Starts one background transfer of `file` in the reserved slot (`start` asks the file for
+    /// it with the observer of its end); false when it is resting or none starts.
+    private func startTransfer(of file: CachedFile, as work: Work,
+                               _ start: (_ onFinish: @escaping @Sendable (Bool) -> Void) -> Bool) -> Bool {
         let key = file.url.absoluteString
-        guard !isResting(key) else { return false }
+        guard !isResting(key), claim(work) else { return false }
         let host = file.url.serverKey
-        // Counted before it starts: it may end (and be counted off) before `fetchNextMissing` returns.
+        // Counted before it starts: it may end (and be counted off) before `start` returns.
         state.withLock { $0.hostShares.started(on: host) }
-        let started = file.fetchNextMissing(maxBytes: configuration.chunkBytes) { [self] succeeded in
-            finished(key, host: host, succeeded: succeeded)
+        let started = start { [self] succeeded in
+            finished(key, host: host, work: work, succeeded: succeeded)
         }
-        if !started { state.withLock { $0.hostShares.ended(on: host) } }
+        if !started {
+            state.withLock { $0.hostShares.ended(on: host) }
+            unclaim(work)
+        }
         return started
+    }
+
+    // MARK: Heads and tails
+
+    /// What one entry's heads and tails need next.
+    private enum HeadStep {
+        /// A size probe or a transfer of its head or tail started.
+        case started
+        /// Its head and tail are here or on their way, or it is complete, or it failed (the
+        /// completion walk comes back to it): it leaves the heads.
+        case done
+        /// Its size is being found: its head and tail come later.
+        case later
+        /// The cache has no room: the walk stops here and waits for space.
+        case noRoom
+    }
+
+    /// Walks the heads from where it left off, staying on a file until its head and tail are
+    /// on their way.
+    private func startNextHeadOrTail() -> Bool {
+        for _ in 0..<state.withLock({ $0.heads.remaining }) {
+            guard let index = state.withLock({ $0.heads.current() }) else { return false }
+            switch startHeadOrTail(ofEntry: index) {
+            case .started: return true
+            case .noRoom: return false
+            case .done: state.withLock { $0.heads.finish(index) }
+            case .later: state.withLock { $0.heads.pass(index) }
+            }
+        }
+        return false
+    }
+
+    /// The next entries of the heads walk (`idleHostLookAhead` at most) searched for work on a
+    /// server not in `busy`; the walk's place does not move.
+    private func startHeadOrTailAhead(onHostsOtherThan busy: Set<String>) -> Bool {
+        let upcoming = state.withLock { $0.heads.upcoming(Self.idleHostLookAhead) }
+        let entries = catalog.manifest.entries
+        for index in upcoming where !busy.contains(entries[index].url.serverKey) {
+            if case .started = startHeadOrTail(ofEntry: index) { return true }
+        }
+        return false
+    }
+
+    /// Starts the next step of an entry's head and tail in the reserved slot: its size probe
+    /// first when its size is not known (the tail needs it), then its head, then its tail.
+    private func startHeadOrTail(ofEntry index: Int) -> HeadStep {
+        let entry = catalog.manifest.entries[index]
+        if isResting(entry.urlString) { return .done }
+        if state.withLock({ $0.headsProbing.contains(index) }) { return .later }
+        guard let file = catalog.knownFile(forEntry: index) else {
+            state.withLock { _ = $0.headsProbing.insert(index) }
+            startProbe(ofEntry: index, as: .headOrTail)
+            return .started
+        }
+        if file.isComplete { return .done }
+        let sizes = catalog.environment.learnedHeadTails.sizes(forType: HeadTailSizes.fileType(ofName: entry.path.lastComponent))
+        if startTransfer(of: file, as: .headOrTail, {
+            file.fetchHeadAndTail(sizes, maxBytes: configuration.chunkBytes, onFinish: $0)
+        }) {
+            return .started
+        }
+        return catalog.budget.hasRoom(for: configuration.chunkBytes) ? .done : .noRoom
     }
 
     /// The next entries of the manifest walk (`idleHostLookAhead` at most) searched for work on a
@@ -357,8 +494,7 @@ public final class Prefetcher: Sendable {
             let entry = catalog.manifest.entries[index]
             guard !busy.contains(entry.url.serverKey), !isResting(entry.urlString) else { continue }
             guard let file = catalog.knownFile(forEntry: index) else {
-                startProbe(ofEntry: index)
-                return true
+                return startProbe(ofEntry: index)
             }
             if !file.isComplete, startChunk(of: file) { return true }
         }
@@ -381,7 +517,7 @@ public final class Prefetcher: Sendable {
             }
             guard let file = catalog.knownFile(forEntry: index) else {
                 // Size unknown yet: finding it takes this slot.
-                startProbe(ofEntry: index)
+                guard startProbe(ofEntry: index) else { return false }
                 advance(past: index, remove: false)
                 return true
             }
