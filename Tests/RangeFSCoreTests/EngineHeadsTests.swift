@@ -177,8 +177,10 @@ struct EngineHeadsTests {
             // The file opened is completed; nothing else is asked for meanwhile.
             #expect(FilesystemHarness.eventually(timeout: 20) { Self.isComplete(engine, "f02.mp3") })
         } else {
-            // Nothing to wait for: with policy none nothing more may be asked for in this time.
-            #expect(!FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.count { $0.method == "GET" } > 2 })
+            // Nothing to wait for: with policy none nothing more may be asked for in this time
+            // (the first read's read-ahead went out with it, in requests of its own).
+            let asked = engine.server.requests.count { $0.method == "GET" }
+            #expect(!FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.count { $0.method == "GET" } > asked })
             // The last page came alone: a jump to the end fetches only the pages it reads.
             #expect(engine.gets("f02.mp3").contains { Self.range($0) == size - 4096..<size }, "\(engine.gets("f02.mp3"))")
         }
