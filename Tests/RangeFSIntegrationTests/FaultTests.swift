@@ -41,7 +41,9 @@ extension RangeFSIntegrationTests {
         let server = try FaultServer()
         let data = RandomBytes.make(count: Self.faultFileSize, seed: 0x503)
         server.publish("busy.bin", bytes: data)
-        let mount = try fx.mount(server: server, names: ["busy.bin"])
+        // 1 MiB blocks: the read and its read-ahead are one block, one request, so both 503s
+        // meet the request the read waits for.
+        let mount = try fx.mount(server: server, names: ["busy.bin"], options: Fixture.readsOnly + ["--block-size", "1M"])
         server.inject(.status(503, retryAfter: "1"), times: 2, for: "busy.bin", method: "GET")
 
         let out = Reading.range(mount.path("busy.bin"), offset: 0, length: 65536)
