@@ -177,8 +177,11 @@ struct EngineHeadsTests {
             // The file opened is completed; nothing else is asked for meanwhile.
             #expect(FilesystemHarness.eventually(timeout: 20) { Self.isComplete(engine, "f02.mp3") })
         } else {
-            // Nothing to wait for: with policy none nothing more may be asked for in this time
-            // (the first read's read-ahead went out with it, in requests of its own).
+            // With policy none nothing more may be asked for once the reads' own transfers (their
+            // read-ahead goes out in requests of its own) have ended.
+            let file = handle.file
+            #expect(FilesystemHarness.eventually(timeout: 10) { file.snapshot.activeTransfers == 0 })
+            engine.server.waitUntilQuiet()
             let asked = engine.server.requests.count { $0.method == "GET" }
             #expect(!FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.count { $0.method == "GET" } > asked })
             // The last page came alone: a jump to the end fetches only the pages it reads.

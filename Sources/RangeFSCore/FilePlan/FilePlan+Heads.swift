@@ -16,27 +16,14 @@ extension FilePlan {
             .merged()
     }
 
-    /// The next part of the head and tail (at most `maxBytes` of blocks) that is neither here
-    /// nor on its way, head first; nil once all of it is. A server that ignores ranges has no
-    /// heads: its one stream fills the file from the start.
-    func nextHeadOrTailPiece(_ sizes: HeadTailSizes, maxBytes: UInt64) -> Range<UInt64>? {
+    /// The next part of the head and tail (at most `maxBytes` of blocks) that background work
+    /// may take (`firstBackgroundGap`), head first; nil once all of it is here or on its way. A
+    /// server that ignores ranges has no heads: its one stream fills the file from the start.
+    func nextHeadOrTailPiece(_ sizes: HeadTailSizes, maxBytes: UInt64, now: ContinuousClock.Instant = .now) -> Range<UInt64>? {
         guard !streamOnly else { return nil }
-        let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
         for range in headAndTail(sizes) {
-            let blocks = layout.blocks(covering: range)
-            var start = blocks.lowerBound
-            while start < blocks.upperBound {
-                guard !available.contains(start), !isRequested(start) else {
-                    start += 1
-                    continue
-                }
-                var end = start + 1
-                while end < blocks.upperBound, end - start < maxBlocks, !available.contains(end), !isRequested(end) { end += 1 }
-                // What a reader already brought into these blocks is not asked for again.
-                if let piece = missingPieces(of: layout.byteRange(ofBlocks: start..<end), allInFlight: true).first {
-                    return piece
-                }
-                start = end
+            if let piece = firstBackgroundGap(in: layout.blocks(covering: range), maxBytes: maxBytes, now: now) {
+                return piece
             }
         }
         return nil

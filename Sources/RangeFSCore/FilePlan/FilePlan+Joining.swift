@@ -33,16 +33,15 @@ extension FilePlan {
 
     /// Cuts every transfer that brings some of a reader's `blocks` but would reach one of them
     /// late, at the first such block (a transfer late for one block is late for every block
-    /// after it); with `backgroundOnly`, only background work (for read-ahead's blocks: a
-    /// reader's own transfers there are the read-ahead). Returns the budget the cut transfers
-    /// give back; `cutAny` says whether any was cut.
-    mutating func cutLateTransfers(bringing blocks: Range<Int>, now: ContinuousClock.Instant,
-                                   hostBytesPerSecond: Double?, backgroundOnly: Bool = false) -> (actions: [Action], cutAny: Bool) {
+    /// after it); background work also where it would bring a block of `withReadAhead` (the
+    /// read's blocks and its read-ahead) late: a reader's own transfers there are the
+    /// read-ahead. Returns the budget the cut transfers give back; `cutAny` says whether any was cut.
+    mutating func cutLateTransfers(bringing blocks: Range<Int>, withReadAhead: Range<Int>? = nil, now: ContinuousClock.Instant,
+                                   hostBytesPerSecond: Double?) -> (actions: [Action], cutAny: Bool) {
         var actions: [Action] = []
         var cutAny = false
-        for (id, transfer) in transfers.sorted(by: { $0.key < $1.key })
-        where !transfer.wholeBody && !(backgroundOnly && transfer.forReader) {
-            let shared = transfer.blocks.clamped(to: blocks)
+        for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
+            let shared = transfer.blocks.clamped(to: transfer.forReader ? blocks : withReadAhead ?? blocks)
             guard let late = shared.first(where: { block in
                 !available.contains(block) && !isComingSoon(layout.byteRange(ofBlock: block).lowerBound, in: transfer,
                                                             now: now, hostBytesPerSecond: hostBytesPerSecond)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Reads and background work: which requests to start for them, and who waits for what.
+/// Reads: which requests to start for them, and who waits for what.
 extension FilePlan {
     /// Why no read of this version can be answered any more, or nil while it can.
     var readRefusal: FetchError? {
@@ -73,12 +73,10 @@ extension FilePlan {
         }
         let maxBlocks = max(1, Int(requestBytes(hostBytesPerSecond: hostBytesPerSecond) / layout.blockSize))
         let readerEnd = min(max(readerNeedsUntil, bytes.lowerBound), bytes.upperBound)
-        let own = cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<readerEnd),
-                                   now: now, hostBytesPerSecond: hostBytesPerSecond)
-        let ahead = cutLateTransfers(bringing: layout.blocks(covering: readerEnd..<bytes.upperBound),
-                                     now: now, hostBytesPerSecond: hostBytesPerSecond, backgroundOnly: true)
-        let cutAny = own.cutAny || ahead.cutAny
-        var actions = own.actions + ahead.actions
+        let (cutActions, cutAny) = cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<readerEnd),
+                                                    withReadAhead: layout.blocks(covering: bytes), now: now,
+                                                    hostBytesPerSecond: hostBytesPerSecond)
+        var actions = cutActions
         var runStart: Int?
         let blocks = layout.blocks(covering: bytes)
         // Read-ahead (blocks the reader does not need yet) stops at `maxReaderRequests` in flight;
@@ -186,85 +184,5 @@ extension FilePlan {
         let firstOffset = layout.byteRange(ofBlock: first).lowerBound
         guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
         return end
-    }
-
-    // MARK: Background completion
-
-    /// Whether background work may start anything on this file.
-    var wantsBackgroundWork: Bool {
-        !complete && layout.blockCount > 0 && invalidated == nil && !sources.allDropped
-    }
-
-    /// The next bytes background work should fetch: the first gap (at most `maxBytes` of
-    /// blocks) that is neither here nor on its way, outside the zone a sequential reader's
-    /// read-ahead keeps (`readerZone`); nil when there is none.
-    func nextBackgroundPiece(maxBytes: UInt64, now: ContinuousClock.Instant = .now) -> Range<UInt64>? {
-        if isNewlyOpened(now: now) { return nil }
-        let zone = readerZone(now: now) ?? 0..<0
-        func isFree(_ block: Int) -> Bool { !isRequested(block) && !zone.contains(block) }
-        var start = 0
-        while let run = available.nextMissingRun(from: start) {
-            guard let free = run.first(where: isFree) else {
-                start = run.upperBound
-                continue
-            }
-            let maxBlocks = max(1, Int(maxBytes / layout.blockSize))
-            var end = free
-            while end < run.upperBound, end - free < maxBlocks, isFree(end) { end += 1 }
-            // Only the first gap: what a reader already brought into these blocks is not
-            // asked for again, and the next call takes the next gap.
-            guard let piece = missingPieces(of: layout.byteRange(ofBlocks: free..<end), allInFlight: true).first else {
-                start = end
-                continue
-            }
-            return piece
-        }
-        return nil
-    }
-
-    /// The blocks a sequential reader's read-ahead will ask for (`readerZoneBytes` past its
-    /// latest read), while it read within `readerZoneIdle`; nil when no reader keeps any.
-    func readerZone(now: ContinuousClock.Instant) -> Range<Int>? {
-        guard let reader = sequentialReader, now - reader.at < policy.readerZoneIdle,
-              reader.end < layout.fileSize else { return nil }
-        return layout.blocks(covering: reader.end..<min(layout.fileSize, reader.end + policy.readerZoneBytes))
-    }
-
-    /// Opened less than `openGrace` ago with no read since: background work waits for the
-    /// reader's first request.
-    func isNewlyOpened(now: ContinuousClock.Instant) -> Bool {
-        guard let openedAt, !readSinceOpen else { return false }
-        return now - openedAt < policy.openGrace
-    }
-
-    /// Whether background work waits for a reader: the file was just opened and its first read
-    /// has not come, or blocks in a sequential reader's zone are missing and nobody fetches them
-    /// (its read-ahead will, or background work once it stops).
-    func backgroundWaitsForReader(now: ContinuousClock.Instant) -> Bool {
-        guard wantsBackgroundWork else { return false }
-        if isNewlyOpened(now: now) { return true }
-        guard let zone = readerZone(now: now) else { return false }
-        return zone.contains { !available.contains($0) && !isRequested($0) }
-    }
-
-    /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
-    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
-        waitingForSpace = false
-        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), onFinish: onFinish)]
-    }
-
-    /// Records a background transfer of `bytes`, for which the budget promised `reserved` bytes,
-    /// held back while readers wait until one waits on it; returns its `.fetch`.
-    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64,
-                                        onFinish: @escaping @Sendable (Bool) -> Void) -> Action {
-        let id = nextTransferID
-        nextTransferID += 1
-        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes),
-                                urgency: TransferUrgency(.background), onFinish: onFinish)
-        transfer.forReader = false
-        transfer.reserved = reserved
-        transfer.mayBeHeldBack = true
-        transfers[id] = transfer
-        return .fetch(id: id, bytes: bytes, urgency: transfer.urgency)
     }
 }
