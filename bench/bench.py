@@ -2,8 +2,8 @@
 """RangeFS benchmark suite: RangeFS, the link (curl), the local disk, rclone, httpdirfs and aria2c.
 
 Run it through bench/run.sh, which installs the tools and builds RangeFS first. It serves
-bench/data/www with its own nginx on 127.0.0.1 (a plain port, and a slow link: nginx
-`limit_rate` behind a latency-adding TCP proxy), measures every row, prints a table and
+bench/data/www with its own nginx on 127.0.0.1 (a plain port, and slow links: a TCP proxy
+that adds latency and limits each connection's rate), measures every row, prints a table and
 writes docs/benchmarks.md and docs/benchmarks.png. Every command runs under a timeout;
 every mount and server it started is stopped on exit, also on failure or Ctrl-C.
 
@@ -614,8 +614,8 @@ http {{
     uwsgi_temp_path {ngx}/tmp/uwsgi;
     scgi_temp_path {ngx}/tmp/scgi;
 {server.format(port=PLAIN_PORT, root=WWW, extra="", log=ctx.logs["plain"])}
-{server.format(port=SLOW_PORT, root=WWW, extra=f"limit_rate {ctx.args.rate};", log=ctx.logs["slow"])}
-{server.format(port=STREAM_PORT, root=WWW, extra=f"limit_rate {ctx.args.stream_rate};", log=ctx.logs["stream"])}
+{server.format(port=SLOW_PORT, root=WWW, extra="", log=ctx.logs["slow"])}
+{server.format(port=STREAM_PORT, root=WWW, extra="", log=ctx.logs["stream"])}
 }}
 """
     (ngx / "nginx.conf").write_text(conf)
@@ -626,14 +626,27 @@ http {{
     wait_port(PLAIN_PORT, nginx, "nginx")
     wait_port(SLOW_PORT, nginx, "nginx")
     wait_port(STREAM_PORT, nginx, "nginx")
-    for listen, upstream in ((PROXY_PORT, SLOW_PORT), (STREAM_PROXY_PORT, STREAM_PORT)):
+    # The proxies limit each connection (nginx's limit_rate would let every request's first
+    # second through at once, which short requests on one connection turn into far more).
+    for listen, upstream, rate in ((PROXY_PORT, SLOW_PORT, ctx.args.rate),
+                                   (STREAM_PROXY_PORT, STREAM_PORT, ctx.args.stream_rate)):
         proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
                                   "--listen", f"127.0.0.1:{listen}", "--upstream", f"127.0.0.1:{upstream}",
-                                  "--rtt-ms", str(ctx.args.rtt_ms)], start_new_session=True,
+                                  "--rtt-ms", str(ctx.args.rtt_ms), "--rate", str(rate_bytes(rate))],
+                                 start_new_session=True,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         ctx.servers.append(proxy)
         wait_port(listen, proxy, "latency proxy")
     write_server_pids(ctx)
+
+
+def rate_bytes(text):
+    """Bytes per second of a rate written as nginx writes it: 96k, 2m, 500000."""
+    units = {"k": 1024, "m": 1024 * 1024}
+    text = str(text).strip().lower()
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
 
 
 class LogMark:
@@ -2506,11 +2519,13 @@ def write_markdown(ctx, rows, info, elapsed):
            "## Setup", "",
            f"- **plain**: nginx on 127.0.0.1:{PLAIN_PORT} (loopback: no latency, ~1 GB/s; exposes per-request "
            "overhead).",
-           f"- **slow**: nginx on 127.0.0.1:{SLOW_PORT} with `limit_rate {a.rate}` (per connection) behind a TCP proxy "
-           f"on 127.0.0.1:{PROXY_PORT} that adds {a.rtt_ms:g} ms of round trip (`bench/latency_proxy.py`). The rate "
-           "is per connection, so a client that opens several connections can beat a single curl.",
-           f"- **stream**: nginx on 127.0.0.1:{STREAM_PORT} with `limit_rate {getattr(a, 'stream_rate', '96k')}` "
-           f"(about 4× the 24,000 B/s of a 192 kb/s MP3) behind its own {a.rtt_ms:g} ms proxy on 127.0.0.1:"
+           f"- **slow**: nginx on 127.0.0.1:{SLOW_PORT} behind a TCP proxy on 127.0.0.1:{PROXY_PORT} "
+           f"(`bench/latency_proxy.py`) that adds {a.rtt_ms:g} ms of round trip and limits each connection to "
+           f"{a.rate}B/s, paced like a link (nginx's `limit_rate` lets each request's first second through at "
+           "once). The rate is per connection, so a client that opens several connections can beat a single curl.",
+           f"- **stream**: nginx on 127.0.0.1:{STREAM_PORT} behind its own proxy on 127.0.0.1:"
+           f"{STREAM_PROXY_PORT}: {getattr(a, 'stream_rate', '96k')}B/s per connection "
+           f"(about 4× the 24,000 B/s of a 192 kb/s MP3) and {a.rtt_ms:g} ms of round trip; "
            f"{STREAM_PROXY_PORT}; only the streaming rows use it. Their reader reads 16 KiB each time the audio "
            "clock says the previous 16 KiB were played (like `RealTimeReader` in the integration tests) and "
            "judges the reads due after the first second.",
@@ -2695,9 +2710,9 @@ def main():
     parser = argparse.ArgumentParser(description="RangeFS benchmark suite (use bench/run.sh)")
     parser.add_argument("--rangefs", help="the rangefs binary")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rate", default="2m", help="nginx limit_rate of the slow link (per connection)")
+    parser.add_argument("--rate", default="2m", help="per-connection rate of the slow link, paced by its proxy (nginx units: 2m, 96k)")
     parser.add_argument("--rtt-ms", type=float, default=40.0, help="round trip added on the slow and stream links")
-    parser.add_argument("--stream-rate", default="96k", help="nginx limit_rate of the streaming link (about 4x 192 kb/s)")
+    parser.add_argument("--stream-rate", default="96k", help="per-connection rate of the streaming link, paced by its proxy (about 4x 192 kb/s)")
     parser.add_argument("--stream-seconds", type=float, default=60.0, help="seconds of audio clock the streaming row plays")
     parser.add_argument("--fio-runtime", type=int, default=10)
     parser.add_argument("--mirror-rate", default="20m", help="nginx limit_rate of each of the three mirrors (per connection)")
@@ -2750,8 +2765,8 @@ def main():
             ensure_library()
         write_manifests(ctx)
         start_servers(ctx)
-        log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT} (limit_rate {args.rate}); "
-            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT)")
+        log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT}; "
+            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {args.rate}B/s per connection)")
         measure = {
             "cold": lambda l: row_cold_sequential(ctx, l),
             "warm": lambda l: rows_warm(ctx),

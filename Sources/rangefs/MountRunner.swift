@@ -45,6 +45,8 @@ struct MountRunner {
         }
         // Everything the mount creates (database, journal, data, log, socket) is its owner's alone.
         umask(0o077)
+        // The first open and read would otherwise start libdispatch's threads themselves.
+        DispatchWarmUp.start()
         if readyDescriptor != nil {
             // In the background: the cache's log file (stderr after launch) and syslog/the journal.
             LoggingSystem.bootstrap { label in

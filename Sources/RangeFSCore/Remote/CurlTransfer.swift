@@ -36,7 +36,17 @@ final class CurlTransfer {
     var isBackground: Bool { spec.isBackground }
     /// Where it goes (`URL.serverKey`), for the connections per server.
     var server: String { spec.server }
-    var isPaused = false
+    var isPaused = false {
+        didSet {
+            guard isPaused != oldValue else { return }
+            if isPaused {
+                heldSince = .now
+            } else if let heldSince {
+                heldFor += .now - heldSince
+                self.heldSince = nil
+            }
+        }
+    }
     /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
     var isResuming = false
     /// The response's headers were checked and its body has begun.
@@ -47,6 +57,11 @@ final class CurlTransfer {
     /// When the request was handed to libcurl, and when its latest body byte came: its pace.
     let startedAt = ContinuousClock.now
     private var lastBodyAt: ContinuousClock.Instant?
+    /// How long it was held (paused) so far, and since when it is held now: held time is not
+    /// the server's pace (a transfer held half a second after its first 192 KiB on loopback
+    /// is still one whose rest the server has sent by now).
+    private var heldFor: Duration = .zero
+    private var heldSince: ContinuousClock.Instant?
 
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
@@ -209,11 +224,13 @@ final class CurlTransfer {
     }
 
     /// How long the rest of a range's body would take at the pace it came so far (from the
-    /// request's start to its latest byte); nil before its first byte.
+    /// request's start to its latest byte, leaving out the time it was held); nil before its
+    /// first byte.
     var expectedRestDuration: Duration? {
         guard case .range(let request, _, _) = spec, let lastBodyAt, bodyBytes > 0 else { return nil }
         let rest = UInt64(request.range.count) - min(bodyBytes, UInt64(request.range.count))
-        let seconds = (lastBodyAt - startedAt).timeInterval * Double(rest) / Double(bodyBytes)
+        let receiving = max((lastBodyAt - startedAt - heldFor).timeInterval, 0)
+        let seconds = receiving * Double(rest) / Double(bodyBytes)
         return .seconds(seconds)
     }
 

@@ -1,0 +1,13 @@
+import Dispatch
+
+/// libdispatch starts its timer thread on the first `asyncAfter` of a process and a worker
+/// thread on the first use of a queue. Each costs a millisecond or more, paid by whichever
+/// request comes first: the first `open` of a mount schedules the prefetcher's look after the
+/// open grace, and its reply waited for the timer thread to start. A mount warms them up while
+/// it starts, before the kernel sends anything.
+public enum DispatchWarmUp {
+    public static func start() {
+        DispatchQueue.global().asyncAfter(deadline: .now()) {}
+        DispatchQueue.global(qos: .utility).async {}
+    }
+}
