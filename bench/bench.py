@@ -649,6 +649,13 @@ def rate_bytes(text):
     return int(text)
 
 
+def rate_text(text):
+    """A rate written as nginx writes it, for people: 2m -> 2 MiB/s, 96k -> 96 KiB/s."""
+    text = str(text).strip().lower()
+    names = {"k": "KiB/s", "m": "MiB/s"}
+    return f"{text[:-1]} {names[text[-1]]}" if text and text[-1] in names else f"{text} B/s"
+
+
 class LogMark:
     """Bytes nginx sent for one URI path after this mark (read amplification)."""
 
@@ -1423,7 +1430,7 @@ def play_realtime(path, seconds, original, chunk=16 * 1024, bytes_per_second=STR
 def rows_streaming(ctx):
     rel, seconds = STREAM, ctx.args.stream_seconds
     size = ctx.size(rel)
-    link_text = f"{ctx.args.stream_rate}B/s per connection + {ctx.args.rtt_ms:g} ms RTT"
+    link_text = f"{rate_text(ctx.args.stream_rate)} per connection + {ctx.args.rtt_ms:g} ms RTT"
     what = (f"Real-time playback of a 192 kb/s MP3 ({size / MiB:.0f} MiB, 10 min), {seconds:g} s of audio "
             f"clock, 16 KiB reads, link {link_text}")
     worst_row = Row("stream-worst", f"{what}: worst read after the first second", "ms", "lower",
@@ -2521,10 +2528,10 @@ def write_markdown(ctx, rows, info, elapsed):
            "overhead).",
            f"- **slow**: nginx on 127.0.0.1:{SLOW_PORT} behind a TCP proxy on 127.0.0.1:{PROXY_PORT} "
            f"(`bench/latency_proxy.py`) that adds {a.rtt_ms:g} ms of round trip and limits each connection to "
-           f"{a.rate}B/s, paced like a link (nginx's `limit_rate` lets each request's first second through at "
+           f"{rate_text(a.rate)}, paced like a link (nginx's `limit_rate` lets each request's first second through at "
            "once). The rate is per connection, so a client that opens several connections can beat a single curl.",
            f"- **stream**: nginx on 127.0.0.1:{STREAM_PORT} behind its own proxy on 127.0.0.1:"
-           f"{STREAM_PROXY_PORT}: {getattr(a, 'stream_rate', '96k')}B/s per connection "
+           f"{STREAM_PROXY_PORT}: {rate_text(getattr(a, 'stream_rate', '96k'))} per connection "
            f"(about 4× the 24,000 B/s of a 192 kb/s MP3) and {a.rtt_ms:g} ms of round trip; "
            f"{STREAM_PROXY_PORT}; only the streaming rows use it. Their reader reads 16 KiB each time the audio "
            "clock says the previous 16 KiB were played (like `RealTimeReader` in the integration tests) and "
@@ -2766,7 +2773,7 @@ def main():
         write_manifests(ctx)
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT}; "
-            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {args.rate}B/s per connection)")
+            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {rate_text(args.rate)} per connection)")
         measure = {
             "cold": lambda l: row_cold_sequential(ctx, l),
             "warm": lambda l: rows_warm(ctx),

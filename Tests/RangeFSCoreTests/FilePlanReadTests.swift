@@ -139,10 +139,31 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         // Three in flight: the next read asks for no more of the window until one ends.
         #expect(plan.write(0, 0..<block) == ["answer 0..<65536", "cached 65536"])
         #expect(plan.end(0, .success(())) == [])
-        #expect(plan.read(block..<block + 10, readAhead: 7 * block) == ["wait #2"])
+        // The reader waits on read-ahead already on its way (raised: it holds background work back now).
+        #expect(plan.read(block..<block + 10, readAhead: 7 * block) == ["raise", "wait #2"])
         _ = plan.write(3, 10 * block..<11 * block)
         _ = plan.end(3, .success(()))
         #expect(plan.read(block + 10..<block + 20, readAhead: 7 * block) == ["fetch #4 196608..<262144", "wait #3"])
+    }
+
+    @Test func readAheadNobodyWaitsOnLetsBackgroundWorkGoOnUntilAReadWaitsOnIt() {
+        var policy = FetchPolicy()
+        policy.minRequestBytes = block
+        var plan = PlanFixture.plan(size: 16 * block, policy: policy)
+        #expect(plan.read(0..<block, readAhead: 2 * block) == [
+            "fetch #0 0..<65536", "fetch #1 65536..<131072", "fetch #2 131072..<196608", "wait #0",
+        ])
+        #expect(plan.transfers[0]?.urgency.priority == .foreground, "the reader's own block")
+        #expect(plan.transfers[1]?.urgency.priority == .readAhead)
+        #expect(plan.transfers[2]?.urgency.priority == .readAhead)
+        // The reader reaches block 1 before it is here: it waits on that read-ahead, which from
+        // now on holds background work back as the reader's own request does.
+        #expect(plan.read(block..<block + 10) == ["raise", "wait #1"])
+        #expect(plan.transfers[1]?.isReadAhead == false)
+        #expect(plan.transfers[2]?.isReadAhead == true)
+        plan.transfers[1]?.urgency.raise()   // what the shell does with "raise"
+        #expect(plan.transfers[1]?.urgency.priority == .foreground)
+        #expect(plan.transfers[2]?.urgency.priority == .readAhead)
     }
 
     @Test func aRequestIsHalfASecondOfTheHostsSpeedWithinItsBounds() {

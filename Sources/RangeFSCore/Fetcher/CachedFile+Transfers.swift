@@ -6,7 +6,10 @@ import Synchronization
 extension CachedFile {
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
     func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
-        let (attempt, replyFile) = state.withLock { ($0.plan.beginAttempt(id, now: .now), $0.dataFile) }
+        let (attempt, replyFile, prefetched) = state.withLock {
+            // Raised (a reader waits on it), it is the reader's.
+            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground)
+        }
         let source: FetchSource
         switch attempt {
         case .request(let target): source = target
@@ -14,9 +17,11 @@ extension CachedFile {
         }
         let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
-                                   maxBytesPerSecond: urgency.priority == .background ? environment.policy.backgroundBytesPerSecond : nil,
+                                   maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
-        let background = urgency.priority == .background
+        // The prefetcher's work (heads and tails go out as read-ahead, not held back: they are
+        // what a scan reads next) keeps within --max-rate and tells nothing of a reader's speed.
+        let background = prefetched
         let host = request.url.serverKey
         let started = ContinuousClock.now
         environment.client.fetch(request, sink: { [self] data, offset in

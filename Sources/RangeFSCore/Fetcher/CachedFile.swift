@@ -236,12 +236,15 @@ public final class CachedFile: Sendable {
     /// Starts a background transfer of the next part of the file's head and tail of `sizes`
     /// (`FilePlan+Heads`, at most `maxBytes`) that is neither here nor on its way, and tells
     /// `onFinish` when it ends. Returns false when there is none to start (or no room for it).
+    /// A reader that waits does not hold it still (`TransferPriority.backgroundAhead`): a scan's
+    /// reader, which waits on the network for every file whose head is not here yet, would
+    /// otherwise hold back the heads it needs next for as long as it scans.
     func fetchHeadAndTail(_ sizes: HeadTailSizes, maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
         let actions = state.withLock { state -> [FilePlan.Action]? in
             guard state.plan.wantsBackgroundWork, let piece = state.plan.nextHeadOrTailPiece(sizes, maxBytes: maxBytes) else {
                 return nil
             }
-            return startBackgroundTransfer(of: piece, in: &state, onFinish: onFinish)
+            return startBackgroundTransfer(of: piece, in: &state, priority: .backgroundAhead, onFinish: onFinish)
         }
         guard let actions else { return false }
         perform(actions, file: nil)
@@ -250,7 +253,7 @@ public final class CachedFile: Sendable {
 
     /// Under the lock: opens the data file and starts a background transfer of `piece`, if the
     /// budget has room for it; nil when it does not start.
-    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State,
+    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State, priority: TransferPriority = .background,
                                          onFinish: @escaping @Sendable (Bool) -> Void) -> [FilePlan.Action]? {
         do {
             _ = try openDataFile(&state)
@@ -263,7 +266,7 @@ public final class CachedFile: Sendable {
             state.plan.waitingForSpace = true
             return nil
         }
-        return state.plan.startBackgroundTransfer(piece, onFinish: onFinish)
+        return state.plan.startBackgroundTransfer(piece, priority: priority, onFinish: onFinish)
     }
 
     // MARK: Performing

@@ -69,19 +69,20 @@ extension FilePlan {
     }
 
     /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
-    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
+    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, priority: TransferPriority = .background,
+                                          onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
         waitingForSpace = false
-        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), onFinish: onFinish)]
+        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), priority: priority, onFinish: onFinish)]
     }
 
     /// Records a background transfer of `bytes`, for which the budget promised `reserved` bytes,
     /// held back while readers wait until one waits on it; returns its `.fetch`.
-    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64,
+    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64, priority: TransferPriority = .background,
                                         onFinish: @escaping @Sendable (Bool) -> Void) -> Action {
         let id = nextTransferID
         nextTransferID += 1
         var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes),
-                                urgency: TransferUrgency(.background), onFinish: onFinish)
+                                urgency: TransferUrgency(priority), onFinish: onFinish)
         transfer.forReader = false
         transfer.reserved = reserved
         transfer.mayBeHeldBack = true

@@ -39,13 +39,15 @@ extension FilePlan {
             let id = nextWaiterID
             nextWaiterID += 1
             waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
-            // A reader now waits on these transfers: none of them may be held back any more. With
-            // piece hashes it waits for its whole pieces, so also for the transfers bringing the
-            // rest of them: one held back there would hold the reader (and, as background work
-            // waits while a reader does, both) until the read's deadline.
+            // A reader now waits on these transfers: none of them may be held back any more, and
+            // read-ahead among them now holds background work back as a reader's request does.
+            // With piece hashes it waits for its whole pieces, so also for the transfers bringing
+            // the rest of them: one held back there would hold the reader (and, as background
+            // work waits while a reader does, both) until the read's deadline.
             let blocks = layout.blocks(covering: pieceAligned(bytes))
-            for (id, transfer) in transfers where transfer.mayBeHeldBack && transfer.blocks.overlaps(blocks) {
+            for (id, transfer) in transfers where (transfer.mayBeHeldBack || transfer.isReadAhead) && transfer.blocks.overlaps(blocks) {
                 transfers[id]?.mayBeHeldBack = false
+                transfers[id]?.isReadAhead = false
                 actions.append(.raise(transfer.urgency))
             }
             actions.append(.expire(waiter: id, after: policy.readDeadline))
@@ -104,7 +106,9 @@ extension FilePlan {
                         actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head)))
                         piece = seek..<piece.upperBound
                     }
-                    actions.append(startTransfer(bytes: piece, blocks: layout.blocks(covering: piece)))
+                    // A request that brings none of the reader's own blocks is read-ahead.
+                    actions.append(startTransfer(bytes: piece, blocks: layout.blocks(covering: piece),
+                                                 readAhead: readerNeedsUntil > 0 && piece.lowerBound >= readerNeedsUntil))
                 }
             }
         }
@@ -150,10 +154,14 @@ extension FilePlan {
         return startTransfer(bytes: bytes, blocks: first..<first)
     }
 
-    mutating func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>) -> Action {
+    mutating func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>, readAhead: Bool = false) -> Action {
         let id = nextTransferID
         nextTransferID += 1
-        let transfer = Transfer(bytes: bytes, blocks: blocks)
+        var transfer = Transfer(bytes: bytes, blocks: blocks)
+        if readAhead {
+            transfer.urgency = TransferUrgency(.readAhead)
+            transfer.isReadAhead = true
+        }
         transfers[id] = transfer
         return .fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)
     }

@@ -103,6 +103,9 @@ struct FilePlan {
         var urgency = TransferUrgency(.foreground)
         /// Started as background work and not raised yet: a reader that waits on it raises it.
         var mayBeHeldBack = false
+        /// Started as a reader's read-ahead (`TransferPriority.readAhead`) and no read waits on
+        /// it yet: one that does raises it.
+        var isReadAhead = false
         /// A plain GET of the whole file, for servers that ignore ranges.
         var wholeBody = false
         /// Told when the transfer ends (the prefetcher, for its own transfers).

@@ -138,7 +138,7 @@ final class CurlInbox: Sendable {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.specs.append(spec)
-            if !spec.isBackground { gate.foregroundArrived() }
+            if spec.holdsBackground { gate.foregroundArrived() }
             return true
         }
         if accepted {
@@ -209,6 +209,11 @@ final class BackgroundGate: Sendable {
         foregroundWaiting.load(ordering: .acquiring) || foregroundRunning.load(ordering: .acquiring)
     }
 
+    /// Background work is paused (`rangefs pause`): all of it stands still, heads and tails too.
+    var isPaused: Bool {
+        paused.load(ordering: .acquiring)
+    }
+
     func foregroundArrived() { foregroundWaiting.store(true, ordering: .releasing) }
     func foregroundTaken() { foregroundWaiting.store(false, ordering: .releasing) }
     func setForegroundRunning(_ running: Bool) { foregroundRunning.store(running, ordering: .releasing) }
@@ -216,10 +221,24 @@ final class BackgroundGate: Sendable {
 }
 
 extension TransferSpec {
-    /// Background completion, which yields to every reader; probes and documents count as foreground.
+    /// Background work, which yields its connection to every reader; probes and documents count
+    /// as foreground.
     var isBackground: Bool {
+        guard case .range(let request, _, _) = self else { return false }
+        return request.urgency.priority == .background || request.urgency.priority == .backgroundAhead
+    }
+
+    /// Background work that stands still while a reader waits (all but `backgroundAhead`).
+    var isHeldWhileReadersWait: Bool {
         if case .range(let request, _, _) = self { return request.urgency.priority == .background }
         return false
+    }
+
+    /// Whether background transfers stand still while this one runs: a reader waits on it (or
+    /// on a probe or a document). Read-ahead nobody waits on yet does not hold them.
+    var holdsBackground: Bool {
+        if case .range(let request, _, _) = self { return request.urgency.priority == .foreground }
+        return true
     }
 
     /// The server it goes to (`URL.serverKey`).
@@ -235,7 +254,7 @@ extension TransferSpec {
     var metricsKind: MountMetrics.RequestKind {
         switch self {
         case .probe: .probe
-        case .range(let request, _, _): request.readThrough ? .readThrough : request.urgency.priority == .background ? .background : .range
+        case .range(let request, _, _): request.readThrough ? .readThrough : isBackground ? .background : .range
         case .document: .document
         }
     }

@@ -52,13 +52,14 @@ final class CurlMultiLoop {
     /// the gate) whether a reader is waiting.
     private func schedule(paused: Bool) {
         startWaitingBackground(paused: paused)
-        let foregroundRunning = active.values.contains { !$0.isBackground }
+        let foregroundRunning = active.values.contains { $0.holdsBackground }
         inbox.gate.setForegroundRunning(foregroundRunning)
-        holdBackground(paused || foregroundRunning)
+        holdBackground(paused: paused, readerWaits: foregroundRunning)
     }
 
     /// A transfer raised to the foreground while it waited starts at once; background ones
-    /// start while no reader waits, within the background connection limit, and only where
+    /// start while no reader waits (heads and tails also while one does), within the
+    /// background connection limit, and only where
     /// their server has more than the reserved connections free.
     private func startWaitingBackground(paused: Bool) {
         guard !waitingBackground.isEmpty else { return }
@@ -67,7 +68,8 @@ final class CurlMultiLoop {
         for spec in waitingBackground {
             if !spec.isBackground {
                 startForeground(spec)
-            } else if !paused, !inbox.gate.foregroundPresent, running < configuration.backgroundConnectionLimit,
+            } else if !paused, !(inbox.gate.foregroundPresent && spec.isHeldWhileReadersWait),
+                      running < configuration.backgroundConnectionLimit,
                       connections(to: spec.server) < configuration.backgroundConnectionLimit {
                 start(spec)
                 running += 1
@@ -159,13 +161,15 @@ final class CurlMultiLoop {
     /// control then slows their senders), so a foreground read gets the whole link; the same
     /// holds them while background work is paused. libcurl does not count a paused transfer
     /// as stalled. Background transfers also pause themselves from their write callback when
-    /// the gate closes (`CurlTransfer.receive`); this lets them go again.
-    private func holdBackground(_ holdBackground: Bool) {
+    /// the gate closes (`CurlTransfer.receive`); this lets them go again. Heads and tails
+    /// (`backgroundAhead`) stand still only while background work is paused.
+    private func holdBackground(paused: Bool, readerWaits: Bool) {
         for (easy, transfer) in active {
             // A transfer raised to the foreground while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let hold = holdBackground && transfer.isBackground && !transfer.finishesFirst
+            let held = paused ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
+            let hold = held && !transfer.finishesFirst
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {

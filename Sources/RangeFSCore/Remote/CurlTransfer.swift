@@ -34,6 +34,10 @@ final class CurlTransfer {
 
     /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
     var isBackground: Bool { spec.isBackground }
+    /// A reader waits on it: background transfers stand still while it runs.
+    var holdsBackground: Bool { spec.holdsBackground }
+    /// Background work that stands still while a reader waits.
+    var isHeldWhileReadersWait: Bool { spec.isHeldWhileReadersWait }
     /// Where it goes (`URL.serverKey`), for the connections per server.
     var server: String { spec.server }
     var isPaused = false {
@@ -192,7 +196,8 @@ final class CurlTransfer {
         case .range(let request, _, _):
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
-            if !isResuming, isBackground, !finishesFirst, gate.holdsBackground {
+            let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.isPaused
+            if !isResuming, held, !finishesFirst {
                 isPaused = true
                 return .pause
             }

@@ -36,12 +36,23 @@ public struct RemoteFileInfo: Sendable, Equatable {
     }
 }
 
-/// Who is waiting for a transfer: a reader, or nobody yet (background completion).
+/// Who is waiting for a transfer: a reader, a reader soon (read-ahead), or nobody yet
+/// (background completion).
 public enum TransferPriority: Sendable {
-    /// A reader waits (its own bytes, or read-ahead joined with them).
+    /// A reader waits (its own bytes, or read-ahead joined with them). Background transfers
+    /// stand still while one runs.
     case foreground
+    /// A sequential reader's read-ahead that no read waits on yet: it goes out and gets its
+    /// connection as a reader's request does, but background work goes on beside it (a scanner
+    /// or a player that reads ahead would otherwise hold the background still for as long as
+    /// it reads). A read that starts waiting on it raises it to `foreground`.
+    case readAhead
     /// Background completion: held back while any foreground transfer runs.
     case background
+    /// Background work a reader is about to need (the heads and tails a library's scan reads
+    /// next): it takes a background connection and gives it up to a reader's request as other
+    /// background work does, but a reader that waits does not hold it still.
+    case backgroundAhead
 }
 
 /// A transfer's priority, which may rise while it runs: a reader that starts waiting on a
@@ -60,7 +71,7 @@ public final class TransferUrgency: Sendable {
     /// Makes the transfer a foreground one from now on.
     public func raise() {
         let onRaise = state.withLock { state -> (@Sendable () -> Void)? in
-            guard state.priority == .background else { return nil }
+            guard state.priority != .foreground else { return nil }
             state.priority = .foreground
             return state.onRaise
         }
