@@ -19,8 +19,8 @@ extension CachedFile {
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
-        // The prefetcher's work (heads and tails go out as read-ahead, not held back: they are
-        // what a scan reads next) keeps within --max-rate and tells nothing of a reader's speed.
+        // The prefetcher's work (heads and tails included, which a waiting reader does not hold
+        // back) keeps within --max-rate and tells nothing of a reader's speed.
         let background = prefetched
         let host = request.url.serverKey
         let started = ContinuousClock.now

@@ -59,8 +59,8 @@ final class CurlMultiLoop {
 
     /// A transfer raised to the foreground while it waited starts at once; background ones
     /// start while no reader waits (heads and tails also while one does), within the
-    /// background connection limit, and only where
-    /// their server has more than the reserved connections free.
+    /// background connection limit, and only where their server has more than the reserved
+    /// connections free.
     private func startWaitingBackground(paused: Bool) {
         guard !waitingBackground.isEmpty else { return }
         var running = active.values.count { $0.isBackground }
