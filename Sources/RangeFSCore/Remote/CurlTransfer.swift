@@ -41,15 +41,7 @@ final class CurlTransfer {
     /// Where it goes (`URL.serverKey`), for the connections per server.
     var server: String { spec.server }
     var isPaused = false {
-        didSet {
-            guard isPaused != oldValue else { return }
-            if isPaused {
-                heldSince = .now
-            } else if let heldSince {
-                heldFor += .now - heldSince
-                self.heldSince = nil
-            }
-        }
+        didSet { pace.setHeld(isPaused) }
     }
     /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
     var isResuming = false
@@ -58,14 +50,9 @@ final class CurlTransfer {
     /// A background transfer close to its end that runs to it instead of giving its connection
     /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
     var finishesFirst = false
-    /// When the request was handed to libcurl, and when its latest body byte came: its pace.
-    let startedAt = ContinuousClock.now
-    private var lastBodyAt: ContinuousClock.Instant?
-    /// How long it was held (paused) so far, and since when it is held now: held time is not
-    /// the server's pace (a transfer held half a second after its first 192 KiB on loopback
-    /// is still one whose rest the server has sent by now).
-    private var heldFor: Duration = .zero
-    private var heldSince: ContinuousClock.Instant?
+    private var pace = TransferPace()
+    /// When the request was handed to libcurl.
+    var startedAt: ContinuousClock.Instant { pace.startedAt }
 
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
@@ -224,7 +211,7 @@ final class CurlTransfer {
             _ = coalesced!.append(bytes)
         }
         bodyBytes += UInt64(bytes.count)
-        lastBodyAt = .now
+        pace.bodyArrived()
         return .taken
     }
 
@@ -232,11 +219,9 @@ final class CurlTransfer {
     /// request's start to its latest byte, leaving out the time it was held); nil before its
     /// first byte.
     var expectedRestDuration: Duration? {
-        guard case .range(let request, _, _) = spec, let lastBodyAt, bodyBytes > 0 else { return nil }
+        guard case .range(let request, _, _) = spec else { return nil }
         let rest = UInt64(request.range.count) - min(bodyBytes, UInt64(request.range.count))
-        let receiving = max((lastBodyAt - startedAt - heldFor).timeInterval, 0)
-        let seconds = receiving * Double(rest) / Double(bodyBytes)
-        return .seconds(seconds)
+        return pace.restDuration(received: bodyBytes, rest: rest)
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the
