@@ -90,30 +90,92 @@ struct EngineSchedulingTests {
 
     @Test func aBackgroundTransferThatGaveItsConnectionToAReaderGoesOnWhereItStopped() throws {
         let data = FetchEngineHarness.bytes(256 * 1024, seed: 5)
-        let files = ["back.bin": data, "listed.bin": [UInt8(ascii: "x")], "read.bin": FetchEngineHarness.bytes(8192, seed: 6)]
-        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
-        prefetch.chunkBytes = 256 * 1024
-        // Two connections to the server: the background transfer holds one, a slow probe the other.
-        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) {
-            $0.maxConnectionsPerHost = 2
-            $0.stallTimeoutSeconds = 60
-        }
-        engine.server.configure("back.bin", PathOptions(bytesPerSecond: 128 * 1024))
-        engine.server.configure("listed.bin", PathOptions(latency: .seconds(1)))
-        let back = try #require(try engine.open("back.bin").value)
+        let readData = FetchEngineHarness.bytes(8192, seed: 6)
+        let (engine, back) = try Self.backgroundTransferBesideASlowProbe(of: data, bytesPerSecond: 128 * 1024,
+                                                                         probeTakes: .seconds(1), others: ["read.bin": readData])
         defer { back.close() }
-        engine.prefetcher.start()
-        #expect(FilesystemHarness.eventually(timeout: 5) { (engine.gets("back.bin").first?.bodyBytesSent ?? 0) >= 32 * 1024 })
-        engine.catalog.discoverSizes(ofEntries: [engine.entry("listed.bin")])
-        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests(for: "listed.bin").count == 1 })
 
         // A reader of a third file: the background transfer gives its connection up.
         let read = try #require(try engine.file("read.bin").value)
-        #expect(try engine.read(read, 0..<8192).value == files["read.bin"])
+        #expect(try engine.read(read, 0..<8192).value == readData)
         #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
         let gets = engine.gets("back.bin")
         #expect(gets.count == 2 && gets[1].rangeStart.map { $0 > 0 && $0 <= UInt64(gets[0].bodyBytesSent) } == true, "\(gets)")
         try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
+
+    /// A background transfer held while a reader waits keeps receiving into the socket's
+    /// buffers (its server does not know it stands still); when it gives its connection up
+    /// to another reader's request, it first takes those bytes instead of throwing them away.
+    @Test func aHeldBackgroundTransferTakesWhatAlreadyArrivedBeforeItGivesItsConnectionUp() throws {
+        let data = FetchEngineHarness.bytes(1 << 20, seed: 8)
+        let readData = FetchEngineHarness.bytes(8192, seed: 9)
+        let (engine, back) = try Self.backgroundTransferBesideASlowProbe(of: data, bytesPerSecond: 512 * 1024,
+                                                                         probeTakes: .seconds(3), others: ["read.bin": readData])
+        defer { back.close() }
+        // Held while the probe runs, the transfer takes nothing; its server sends on into the
+        // connection's buffers all the same.
+        #expect(FilesystemHarness.eventually(timeout: 10) { (engine.gets("back.bin").first?.bodyBytesSent ?? 0) >= 256 * 1024 })
+        let sentBeforeTheReader = try #require(engine.gets("back.bin").first).bodyBytesSent
+        #expect(!back.file.isComplete, "the transfer was held: the file cannot be complete yet")
+
+        // A reader of a third file: the background transfer gives its connection up.
+        let read = try #require(try engine.file("read.bin").value)
+        #expect(try engine.read(read, 0..<8192).value == readData)
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
+        let gets = engine.gets("back.bin")
+        if gets.count > 1 {
+            // What the server had sent before the reader came was taken, not asked for again.
+            #expect(gets.count == 2 && (gets[1].rangeStart ?? 0) >= UInt64(sentBeforeTheReader),
+                    "sent before the reader came: \(sentBeforeTheReader); \(gets)")
+        }
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
+
+    /// A reader of the same file far ahead of the background transfer cuts it where the
+    /// reader's blocks begin, and the reader's request takes its connection: the rest the
+    /// background transfer asks for later ends at the cut, not where it first meant to.
+    @Test func aBackgroundTransferCutForAReaderAsksForItsRestOnlyUpToTheCut() throws {
+        let data = FetchEngineHarness.bytes(256 * 1024, seed: 7)
+        let (engine, back) = try Self.backgroundTransferBesideASlowProbe(of: data, bytesPerSecond: 128 * 1024, probeTakes: .seconds(1))
+        defer { back.close() }
+
+        // The last block: 150 KiB or more ahead of the background transfer, over a second at its pace.
+        let cut = 196_608
+        #expect(try engine.read(back.file, UInt64(cut)..<UInt64(cut + 4096)).value == Array(data[cut..<cut + 4096]))
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
+        let gets = engine.gets("back.bin")
+        try #require(gets.count == 3, "\(gets)")
+        #expect(gets[1].range == "bytes=\(cut)-\(data.count - 1)", "the reader's own request: \(gets)")
+        let rest = try #require(gets[2].rangeStart, "\(gets)")
+        #expect(rest > 0 && rest <= UInt64(gets[0].bodyBytesSent) && gets[2].range == "bytes=\(rest)-\(cut - 1)",
+                "the background transfer's rest ends at the cut: \(gets)")
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
+
+    /// `back.bin` (`data`, sent at `bytesPerSecond`) opened and in one background transfer on one
+    /// of the server's two connections, and a size probe of `listed.bin` (answered after
+    /// `probeTakes`) on the other, which holds background work still while it runs. `others`
+    /// are published beside them.
+    static func backgroundTransferBesideASlowProbe(of data: [UInt8], bytesPerSecond: Int, probeTakes: Duration,
+                                                   others: [String: [UInt8]] = [:]) throws -> (FetchEngineHarness, OpenFile) {
+        let files = others.merging(["back.bin": data, "listed.bin": [UInt8(ascii: "x")]]) { _, new in new }
+        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
+        prefetch.chunkBytes = UInt64(data.count)
+        let engine = try FetchEngineHarness(files: files, prefetch: prefetch) {
+            $0.maxConnectionsPerHost = 2
+            $0.stallTimeoutSeconds = 60
+        }
+        engine.server.configure("back.bin", PathOptions(bytesPerSecond: bytesPerSecond))
+        engine.server.configure("listed.bin", PathOptions(latency: probeTakes))
+        let back = try #require(try engine.open("back.bin").value)
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { (engine.gets("back.bin").first?.bodyBytesSent ?? 0) >= 32 * 1024 })
+        engine.catalog.discoverSizes(ofEntries: [engine.entry("listed.bin")])
+        #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests(for: "listed.bin").count == 1 })
+        return (engine, back)
     }
 }

@@ -44,6 +44,7 @@ enum PlanFixture {
             case .retry(let id, let bytes, _, let wholeBody, _):
                 "retry #\(id) \(bytes)" + (wholeBody ? " whole" : "")
             case .raise: "raise"
+            case .endEarly(_, let offset): "end early at \(offset)"
             case .notify(_, let succeeded): "notify \(succeeded)"
             case .expire(let waiter, _): "wait #\(waiter)"
             case .invalidated: "invalidated"

@@ -28,24 +28,26 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
     static let size = 16 * block
     static let far: UInt64 = 12 * block
     static let farBlock = "fetch #1 786432..<851968"
+    /// The running transfer is told where it now ends (what it asks for if it asks again).
+    static let cutAtFar = "end early at 786432"
 
     @Test(arguments: [
         JoinCase(name: "unknown speed, background work, reader far ahead: cut, own request",
                  started: .background, readAt: far,
-                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "unknown speed, background work, reader within the join distance: waits (and raises it)",
                  started: .background, readAt: 2 * block, expected: ["raise", "wait #0"]),
         JoinCase(name: "unknown speed, a reader's transfer, its kernel read-ahead beyond the join distance: waits",
                  started: .forReader, readAt: 3 * block, expected: ["wait #1"]),
         JoinCase(name: "a first burst alone tells no speed: background work is not waited for",
                  started: .background, writes: [(0..<4 * block, .zero)], readAt: far, readTime: .milliseconds(10),
-                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "known slow speed (80 KB/s), background work: cut, own request",
                  started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
-                 expected: ["release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "known slow speed (80 KB/s), a reader's transfer: cut, own request",
                  started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
-                 expected: ["log debug", farBlock, "wait #1"]),
+                 expected: [cutAtFar, "log debug", farBlock, "wait #1"]),
         JoinCase(name: "known fast speed (5 MB/s), background work: waits (and raises it)",
                  started: .background, writes: [(0..<block, .zero), (block..<9 * block, .milliseconds(100))], readAt: far,
                  readTime: .milliseconds(100), expected: ["raise", "wait #0"]),
@@ -53,10 +55,10 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
                  started: .background, readAt: far, hostBytesPerSecond: 50_000_000, expected: ["raise", "wait #0"]),
         JoinCase(name: "host known slow (96 KB/s), a reader's transfer of unknown speed: cut, own request",
                  started: .forReader, readAt: far, hostBytesPerSecond: 96 * 1024,
-                 expected: ["log debug", farBlock, "wait #1"]),
+                 expected: [cutAtFar, "log debug", farBlock, "wait #1"]),
         JoinCase(name: "a reader's transfer: its own speed (slow) goes before its host's (fast)",
                  started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
-                 hostBytesPerSecond: 50_000_000, expected: ["log debug", farBlock, "wait #1"]),
+                 hostBytesPerSecond: 50_000_000, expected: [cutAtFar, "log debug", farBlock, "wait #1"]),
         JoinCase(name: "background work, slow while held back, on a fast host: waits, as it moves at its host's pace once raised",
                  started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
                  hostBytesPerSecond: 50_000_000, expected: ["raise", "wait #0"]),
@@ -90,7 +92,7 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
     @Test func aCutTransferStopsAtItsCutAndEndsWithoutFailing() {
         var plan = PlanFixture.plan(size: Self.size)
         _ = plan.background(0..<Self.size)
-        #expect(plan.read(Self.far..<Self.far + 4096) == ["release 262144", "log debug", Self.farBlock, "wait #0"])
+        #expect(plan.read(Self.far..<Self.far + 4096) == [Self.cutAtFar, "release 262144", "log debug", Self.farBlock, "wait #0"])
         // Its response still carries the reader's bytes: they are not written by it.
         #expect(plan.bytesWanted(by: 0, at: 11 * block, count: 2 * block) == block)
         #expect(plan.bytesWanted(by: 0, at: Self.far, count: block) == 0)
@@ -124,7 +126,7 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
         // Ten seconds on without a byte more: a reader of block 12 asks for its own block, and
         // the reader of block 13, whose transfer now ends before it, for its page.
         #expect(plan.read(Self.far..<Self.far + 100, at: .seconds(10)) == [
-            "release 262144", "log debug", Self.farBlock, "fetch #2 851968..<856064", "wait #1",
+            Self.cutAtFar, "release 262144", "log debug", Self.farBlock, "fetch #2 851968..<856064", "wait #1",
         ])
     }
 }

@@ -75,7 +75,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         #expect(plan.read(0..<4096, readAhead: 8 * block) == ["fetch #0 0..<524288", "wait #0"])
         #expect(plan.write(0, 0..<4096) == ["answer 0..<4096"])
         let seek = plan.read(6 * block..<6 * block + 4096, at: elapsed)
-        #expect(seek == (joins ? ["wait #1"] : ["log debug", "fetch #1 393216..<458752", "wait #1"]))
+        #expect(seek == (joins ? ["wait #1"] : ["end early at 393216", "log debug", "fetch #1 393216..<458752", "wait #1"]))
         #expect(plan.transfers[0]?.bytes == 0..<(joins ? 8 * block : 6 * block))
     }
 

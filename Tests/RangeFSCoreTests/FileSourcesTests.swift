@@ -204,7 +204,7 @@ struct FileSourcesTests {
         Self.slowBackgroundTransfer(&plan)
         let actions = plan.takeOverSlowTail(now: Fixture.start + .seconds(1), onFinish: { _ in })
         // 944,480 bytes left at 100 KB/s (9.4 s): the slow one keeps 1/101 of them, to the next block.
-        #expect(actions.map(Fixture.lines) == ["log info", "fetch #1 131072..<1048576 background"])
+        #expect(actions.map(Fixture.lines) == ["log info", "end early at 131072", "fetch #1 131072..<1048576 background"])
         #expect(plan.transfers[0]?.bytes == 0..<131_072 && plan.transfers[0]?.cut == true)
         #expect(plan.transfers[1]?.reserved == 1_048_576 - 131_072, "the budget's promise moved with the bytes")
         #expect(plan.transfers[0].map { $0.reserved + plan.transfers[1]!.reserved } == 1_048_576 - 104_096,

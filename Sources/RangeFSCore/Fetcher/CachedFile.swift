@@ -291,6 +291,8 @@ public final class CachedFile: Sendable {
                 }
             case .raise(let urgency):
                 urgency.raise()
+            case .endEarly(let urgency, let offset):
+                urgency.endEarly(at: offset)
             case .expire(let waiter, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                     update { $0.plan.waiterExpired(waiter) }

@@ -46,8 +46,9 @@ extension FilePlan {
                 !available.contains(block) && !isComingSoon(layout.byteRange(ofBlock: block).lowerBound, in: transfer,
                                                             now: now, hostBytesPerSecond: hostBytesPerSecond)
             }) else { continue }
-            if let released = cut(id, atBlock: late) {
+            if let (released, endEarly) = cut(id, atBlock: late) {
                 cutAny = true
+                actions.append(endEarly)
                 if released > 0 { actions.append(.release(released)) }
                 actions.append(.log(.debug, "\(name): a reader of block \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends before that block"))
             }
@@ -56,8 +57,9 @@ extension FilePlan {
     }
 
     /// Makes transfer `id` end where `block` starts. Returns the bytes the budget promised it
-    /// beyond that, or nil when it cannot be cut there (it has passed that point).
-    mutating func cut(_ id: Int, atBlock block: Int) -> UInt64? {
+    /// beyond that and the action that tells its request (`endEarly`), or nil when it cannot be
+    /// cut there (it has passed that point).
+    mutating func cut(_ id: Int, atBlock block: Int) -> (released: UInt64, endEarly: Action)? {
         guard var transfer = transfers[id] else { return nil }
         let end = layout.byteRange(ofBlock: block).lowerBound
         guard transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }
@@ -67,7 +69,7 @@ extension FilePlan {
         let released = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
         transfer.reserved -= released
         transfers[id] = transfer
-        return released
+        return (released, .endEarly(transfer.urgency, at: end))
     }
 
     /// How many of `count` bytes arriving for transfer `id` at `offset` it still wants: fewer

@@ -158,6 +158,9 @@ struct FilePlan {
         case retry(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, after: Duration)
         /// A reader waits on this transfer now: it may no longer be held back.
         case raise(TransferUrgency)
+        /// This transfer was cut short (`cut`): its request for the rest, if it has to ask
+        /// again, ends at this offset.
+        case endEarly(TransferUrgency, at: UInt64)
         case notify(@Sendable (Bool) -> Void, Bool)
         case expire(waiter: Int, after: Duration)
         case invalidated

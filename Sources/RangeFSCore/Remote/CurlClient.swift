@@ -241,6 +241,15 @@ extension TransferSpec {
         return true
     }
 
+    /// The request as it goes out now: a range cut short while it waited to start (or to go on
+    /// after giving its connection up) asks only for the bytes still wanted.
+    var trimmedToItsEnd: TransferSpec {
+        guard case .range(var request, let sink, let completion) = self, !request.wholeBody,
+              let end = request.urgency.end, request.range.lowerBound < end, end < request.range.upperBound else { return self }
+        request.range = request.range.lowerBound..<end
+        return .range(request, sink: sink, completion: completion)
+    }
+
     /// The server it goes to (`URL.serverKey`).
     var server: String {
         switch self {

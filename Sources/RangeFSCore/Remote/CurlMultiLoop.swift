@@ -32,10 +32,11 @@ final class CurlMultiLoop {
             curl_multi_perform(multi.raw, &running)
             storeCoalescedData()
             collectFinished()
+            let handingOver = endHandOvers()
             let undecided = reviewFinishingFirst()
             schedule(paused: backgroundPaused)
             var ready: Int32 = 0
-            curl_multi_poll(multi.raw, nil, 0, undecided ? 20 : 1000, &ready)
+            curl_multi_poll(multi.raw, nil, 0, handingOver ? 1 : undecided ? 20 : 1000, &ready)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi.raw, easy)
@@ -95,9 +96,13 @@ final class CurlMultiLoop {
     /// slower one gives its connection up and asks for the rest of its bytes again once readers
     /// are done. One whose pace is not known yet runs until it is (`reviewFinishingFirst`).
     private func startForeground(_ spec: TransferSpec) {
-        var excess = connections(to: spec.server) + 1 - configuration.maxConnectionsPerHost
+        // One handing its connection over frees it within milliseconds.
+        let leaving = active.values.count { $0.handOverEnds != nil && $0.server == spec.server }
+        var excess = connections(to: spec.server) - leaving + 1 - configuration.maxConnectionsPerHost
         // One already finishing first frees its connection for an earlier request.
-        let background = active.filter { $0.value.isBackground && !$0.value.finishesFirst && $0.value.server == spec.server }
+        let background = active.filter {
+            $0.value.isBackground && !$0.value.finishesFirst && $0.value.handOverEnds == nil && $0.value.server == spec.server
+        }
         for (easy, transfer) in background where excess > 0 {
             if finishesSoon(transfer) ?? true {
                 transfer.finishesFirst = true
@@ -135,8 +140,43 @@ final class CurlMultiLoop {
     }
 
     /// Ends a background transfer here and queues the rest of its range; false when it has
-    /// no rest to ask for (then it keeps its connection).
+    /// no rest to ask for (then it keeps its connection). One that was held first takes what
+    /// reached this machine while it stood still (`endHandOvers` ends it then): its server
+    /// went on sending into the connection's buffers (on loopback a megabyte or more), which
+    /// closing the connection would throw away.
     private func giveUpConnection(of easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) -> Bool {
+        guard transfer.remainder() != nil else { return false }
+        guard transfer.isPaused else { return endForReader(easy, transfer) }
+        transfer.beginHandOver(for: Self.handOverTime)
+        resume(easy, transfer)
+        return true
+    }
+
+    /// How long a hand-over takes what already arrived: it is on this machine, read at memory
+    /// speed (megabytes in a millisecond or two), and the reader's request waits this long at most.
+    private static let handOverTime = Duration.milliseconds(5)
+
+    /// Hand-overs whose time is up give their connections up now. True while some are still
+    /// taking what arrived (the loop then looks again in a millisecond).
+    private func endHandOvers() -> Bool {
+        var pending = false
+        let now = ContinuousClock.now
+        for (easy, transfer) in active {
+            guard let ends = transfer.handOverEnds else { continue }
+            if now < ends {
+                pending = true
+            } else if !endForReader(easy, transfer) {
+                // Nothing is left to ask for: it runs to its end.
+                transfer.endHandOver()
+                transfer.finishesFirst = true
+            }
+        }
+        return pending
+    }
+
+    /// Removes a background transfer and queues the rest of its range at the front of the
+    /// background work; false when it has no rest to ask for.
+    private func endForReader(_ easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) -> Bool {
         guard let rest = transfer.remainder() else { return false }
         curl_multi_remove_handle(multi.raw, easy)
         active[easy] = nil
@@ -148,7 +188,7 @@ final class CurlMultiLoop {
     private func start(_ spec: TransferSpec) {
         let transfer: CurlTransfer
         do {
-            transfer = try CurlTransfer(spec: spec, configuration: configuration, gate: inbox.gate)
+            transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, configuration: configuration, gate: inbox.gate)
         } catch {
             spec.fail(error)
             return
@@ -169,21 +209,26 @@ final class CurlMultiLoop {
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
             let held = paused ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
-            let hold = held && !transfer.finishesFirst
+            let hold = held && !transfer.finishesFirst && transfer.handOverEnds == nil
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {
                 curl_easy_pause(easy, CURLPAUSE_RECV)
                 transfer.isPaused = true
             } else {
-                // libcurl hands over the piece it kept when the transfer paused itself from
-                // inside this call; that piece must be taken, not refused again.
-                transfer.isPaused = false
-                transfer.isResuming = true
-                curl_easy_pause(easy, CURLPAUSE_CONT)
-                transfer.isResuming = false
+                resume(easy, transfer)
             }
         }
+    }
+
+    /// Lets a held transfer receive again.
+    private func resume(_ easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) {
+        // libcurl hands over the piece it kept when the transfer paused itself from inside
+        // this call; that piece must be taken, not refused again.
+        transfer.isPaused = false
+        transfer.isResuming = true
+        curl_easy_pause(easy, CURLPAUSE_CONT)
+        transfer.isResuming = false
     }
 
     /// Hands what each transfer has gathered to its sink (one large write instead of libcurl's

@@ -50,6 +50,10 @@ final class CurlTransfer {
     /// A background transfer close to its end that runs to it instead of giving its connection
     /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
     var finishesFirst = false
+    /// Set while a held background transfer gives its connection up to a reader's request
+    /// (`CurlMultiLoop.giveUpConnection`): until then it takes the body bytes that reached this
+    /// machine while it was held (closing the connection would throw them away). Not held meanwhile.
+    private(set) var handOverEnds: ContinuousClock.Instant?
     private var pace = TransferPace()
     /// When the request was handed to libcurl.
     var startedAt: ContinuousClock.Instant { pace.startedAt }
@@ -184,7 +188,7 @@ final class CurlTransfer {
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
             let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.isPaused
-            if !isResuming, held, !finishesFirst {
+            if !isResuming, held, !finishesFirst, handOverEnds == nil {
                 isPaused = true
                 return .pause
             }
@@ -220,8 +224,20 @@ final class CurlTransfer {
     /// first byte.
     var expectedRestDuration: Duration? {
         guard case .range(let request, _, _) = spec else { return nil }
-        let rest = UInt64(request.range.count) - min(bodyBytes, UInt64(request.range.count))
+        // A transfer cut short after it started has only the bytes before its cut to bring.
+        let wanted = max(request.range.lowerBound, min(request.range.upperBound, request.urgency.end ?? .max)) - request.range.lowerBound
+        let rest = wanted - min(bodyBytes, wanted)
         return pace.restDuration(received: bodyBytes, rest: rest)
+    }
+
+    /// Starts a hand-over of its connection that takes what already arrived for `duration`.
+    func beginHandOver(for duration: Duration) {
+        handOverEnds = .now + duration
+    }
+
+    /// The hand-over is over without giving the connection up (nothing was left to ask for).
+    func endHandOver() {
+        handOverEnds = nil
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the
@@ -280,7 +296,10 @@ final class CurlTransfer {
     func remainder() -> TransferSpec? {
         guard case .range(var request, let sink, let completion) = spec, !request.wholeBody, failure == nil,
               storePending(), storedBytes < UInt64(request.range.count) else { return nil }
-        request.range = request.range.lowerBound + storedBytes..<request.range.upperBound
+        let rest = request.range.lowerBound + storedBytes
+        // Cut short where it has come to already: it ends by itself with its next bytes.
+        if let end = request.urgency.end, rest >= end { return nil }
+        request.range = rest..<request.range.upperBound
         return .range(request, sink: sink, completion: completion)
     }
 

@@ -55,17 +55,24 @@ public enum TransferPriority: Sendable {
     case backgroundAhead
 }
 
-/// A transfer's priority, which may rise while it runs: a reader that starts waiting on a
-/// background transfer makes it a foreground one, so it is not held back behind others.
+/// What the plan may change about a transfer while it runs: its priority, which may rise (a
+/// reader that starts waiting on a background transfer makes it a foreground one, so it is not
+/// held back behind others), and its end, which may come sooner (a reader's own request brings
+/// the bytes past it, `FilePlan.cut`).
 public final class TransferUrgency: Sendable {
-    private let state: Mutex<(priority: TransferPriority, onRaise: (@Sendable () -> Void)?)>
+    private let state: Mutex<(priority: TransferPriority, end: UInt64?, onRaise: (@Sendable () -> Void)?)>
 
     public init(_ priority: TransferPriority) {
-        state = Mutex((priority, nil))
+        state = Mutex((priority, nil, nil))
     }
 
     public var priority: TransferPriority {
         state.withLock { $0.priority }
+    }
+
+    /// Where the transfer was cut short: bytes from here on are not wanted. Nil while it was not.
+    public var end: UInt64? {
+        state.withLock { $0.end }
     }
 
     /// Makes the transfer a foreground one from now on.
@@ -76,6 +83,13 @@ public final class TransferUrgency: Sendable {
             return state.onRaise
         }
         onRaise?()
+    }
+
+    /// The transfer wants no bytes from `offset` on: a request for its rest (after it gave its
+    /// connection up, `CurlTransfer.remainder`) asks only up to there, and its pace is judged
+    /// by what it still has to bring.
+    public func endEarly(at offset: UInt64) {
+        state.withLock { $0.end = min($0.end ?? offset, offset) }
     }
 
     /// The client's way to hear of a raise (to stop holding the transfer back at once).
