@@ -15,7 +15,7 @@ final class CurlTransfer {
     /// For a probe answered by a range GET: the size read from its headers.
     private var probedSize: UInt64?
     /// The headers of the latest response (a redirect or `100 Continue` starts a new set).
-    private var responseHeaders: [(name: String, value: String)] = []
+    private var responseHeaders = ReceivedHeaders()
     /// Says when a background transfer must stop receiving.
     private let gate: BackgroundGate
     /// Body bytes received but not yet handed to the sink: libcurl delivers 16 KiB at a time,
@@ -152,15 +152,7 @@ final class CurlTransfer {
     /// Collected here rather than read back with `curl_easy_header`, whose view of a paused and
     /// resumed transfer proved unreliable.
     fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) {
-        let text = String(decoding: line, as: UTF8.self).trimmingASCIIWhitespace()
-        if text.hasPrefix("HTTP/") {
-            responseHeaders.removeAll()
-            return
-        }
-        guard let colon = text.firstIndex(of: ":") else { return }
-        let name = text[..<colon].lowercased()
-        let value = text[text.index(after: colon)...].trimmingASCIIWhitespace()
-        responseHeaders.append((name, value))
+        responseHeaders.take(line)
     }
 
     // MARK: Body
@@ -283,7 +275,7 @@ final class CurlTransfer {
             verdict = ResponseCheck.document(reply, for: request)
         }
         // The checks are pure; the server's `Retry-After` is read here, where dates are parsed.
-        if case .status(let code, _, _) = verdict { return .status(code, retryAfter: retryAfter) }
+        if case .status(let code, _, _) = verdict { return .status(code, retryAfter: responseHeaders.retryAfter) }
         return verdict
     }
 
@@ -324,8 +316,8 @@ final class CurlTransfer {
         // What arrived is stored also when the transfer failed: a retry goes on from there.
         _ = storePending()
         if case .status(let code, let retryAfter, nil) = failure, let dialect,
-           let detail = dialect.errorDetail(url: requestURL, status: code, body: errorBody, headers: responseHeaders) {
-            failure = .status(code, retryAfter: retryAfter, detail: detail)
+           let detail = dialect.errorDetail(url: requestURL, status: code, body: errorBody, headers: responseHeaders.lines) {
+            failure = .status(code, retryAfter: responseHeaders.retryAfter, detail: detail)
         }
         switch spec {
         case .probe(let url, let headers, let method, let completion):
@@ -337,7 +329,7 @@ final class CurlTransfer {
                 completion(.failure(failure))
             } else if let size = probedSize {
                 let reply = responseFacts
-                completion(.success(RemoteFileInfo(size: size, validator: reply.validator, modified: modified,
+                completion(.success(RemoteFileInfo(size: size, validator: reply.validator, modified: responseHeaders.lastModified,
                                                    finalURL: reply.redirected ? effectiveURL : nil)))
             } else {
                 completion(.failure(transportError(curlResult)))
@@ -365,8 +357,8 @@ final class CurlTransfer {
                     validator = held
                 }
                 completion(.success(DocumentReply(notModified: notModified, validator: validator,
-                                                  contentType: header("Content-Type"),
-                                                  finalURL: effectiveURL ?? request.url, modified: modified)))
+                                                  contentType: responseHeaders.value(of: "Content-Type"),
+                                                  finalURL: effectiveURL ?? request.url, modified: responseHeaders.lastModified)))
             }
         }
         return nil
@@ -403,7 +395,7 @@ final class CurlTransfer {
     private var responseFacts: ResponseFacts {
         var redirects = 0
         rangefs_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
-        return ResponseFacts(status: responseCode, headers: responseHeaders, contentLength: contentLength,
+        return ResponseFacts(status: responseCode, headers: responseHeaders.lines, contentLength: contentLength,
                              redirected: redirects > 0)
     }
 
@@ -414,26 +406,6 @@ final class CurlTransfer {
         return URL(string: String(cString: text))
     }
 
-    private var modified: Date? {
-        guard let text = header("Last-Modified") else { return nil }
-        let seconds = curl_getdate(text, nil)
-        return seconds > 0 ? Date(timeIntervalSince1970: TimeInterval(seconds)) : nil
-    }
-
-    /// `Retry-After` as a delay: seconds, or an HTTP date.
-    private var retryAfter: Duration? {
-        guard let text = header("Retry-After") else { return nil }
-        if let seconds = UInt64(decimalDigits: text) { return .seconds(min(seconds, 86_400)) }
-        let date = curl_getdate(text, nil)
-        guard date > 0 else { return nil }
-        return .seconds(max(0, min(Int64(date) - Int64(time(nil)), 86_400)))
-    }
-
-    /// A header of the final response (after redirects), or nil; the first one if repeated.
-    private func header(_ name: String) -> String? {
-        let key = name.lowercased()
-        return responseHeaders.first { $0.name == key }?.value
-    }
 }
 
 private func curlTransferHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
