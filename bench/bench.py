@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,6 +232,10 @@ class Context:
                      "stream": self.work / "nginx" / "access-stream.log"}
         self.available = {}
         self.bucket = None        # set by start_bucket: endpoint, python, the big object's sha256
+        # Set by main for each pass: RangeFS's --prefetch, and whether rclone, httpdirfs and aria2c
+        # are measured (in the first pass only).
+        self.policy = "all"
+        self.others = not args.skip_others
         self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
 
     # -- helpers
@@ -268,7 +273,7 @@ class Context:
         return self.work / "manifests" / f"{link}-{name}.txt"
 
     # -- mounting
-    def mount(self, system, link, prefetch="opened", manifest="main", cache=None, listing=False, source=None,
+    def mount(self, system, link, prefetch=None, manifest="main", cache=None, listing=False, source=None,
               directory=""):
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
         httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
@@ -281,11 +286,10 @@ class Context:
         cache.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         env = None
-        web = self.links[link] + "/" + directory
+        web = self.links.get(link, "") + "/" + directory     # no web URL for the bucket
         if system == "rangefs":
-            # --rangefs-prefetch measures every row with one policy: the default (all) and none
-            # side by side show what background work costs a reader.
-            prefetch = getattr(self.args, "rangefs_prefetch", None) or prefetch
+            # The pass's policy (see main), unless the row is about one policy (the prefetcher's).
+            prefetch = prefetch or self.policy
         if link == "bucket":
             cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
         elif system == "rangefs":
@@ -719,7 +723,8 @@ class Row:
         self.rid, self.label, self.unit, self.better = rid, label, unit, better
         self.baseline_label, self.link = baseline_label, link
         self.target, self.target_text, self.note = target, target_text, note
-        self.values = {}      # "baseline"/system -> float or "n/a: reason"
+        self.base_note = note     # what the row measures; a pass appends what it saw
+        self.values = {}      # "baseline"/system ("rangefs-none": the second pass) -> float or "n/a: reason"
 
     def ratio(self):
         r, b = self.values.get("rangefs"), self.values.get("baseline")
@@ -740,6 +745,16 @@ class Row:
         if kind == "abs<=":
             return None if not isinstance(value, (int, float)) else value <= limit
         return None
+
+    def background_cost(self):
+        """How much worse RangeFS's defaults (--prefetch all) did than --prefetch none, as a fraction
+        of the latter (negative: better), for rows that time or rate what a program waits for."""
+        a, b = self.values.get("rangefs"), self.values.get(NONE_KEY)
+        if self.unit not in FOREGROUND_UNITS or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return None
+        if a <= 0 or b <= 0 or self.unit == "ms" and max(a, b) < 1:
+            return None     # under a millisecond (the streaming row's worst read) the difference is noise
+        return a / b - 1 if self.better == "lower" else b / a - 1
 
     def ahead(self):
         r = self.values.get("rangefs")
@@ -763,6 +778,27 @@ class Row:
                   tuple(d["rule"]) if d.get("rule") else None, d["target"], d["note"])
         row.values = d["values"]
         return row
+
+
+# The second pass's RangeFS figures (--prefetch none) go beside the first's (its default, all).
+NONE_KEY = "rangefs-none"
+# Rows whose figure is what a program waits for; "within 5 % of --prefetch none" is asked of these.
+FOREGROUND_UNITS = ("s", "ms", "MB/s", "IOPS")
+BACKGROUND_COST_LIMIT = 0.05
+
+
+def merge_second_pass(rows, second):
+    """Puts the second pass's RangeFS figure of each row beside the first's, and what that pass
+    noted about RangeFS in the row's note."""
+    by_id = {row.rid: row for row in second}
+    for row in rows:
+        other = by_id.get(row.rid)
+        if other is None or "rangefs" not in other.values:
+            continue
+        row.values[NONE_KEY] = other.values["rangefs"]
+        seen = other.note[len(other.base_note):].strip() if other.note.startswith(other.base_note) else other.note
+        if seen:
+            row.note += f" With --prefetch none: {seen}"
 
 
 def fmt(value, unit=""):
@@ -938,7 +974,7 @@ def http_random_reads(url, size, bs, seconds):
 # ----------------------------------------------------------------------------- rows
 
 def systems(ctx):
-    return [s for s in SYSTEMS if s == "rangefs" or not ctx.args.skip_others]
+    return [s for s in SYSTEMS if s == "rangefs" or ctx.others]
 
 
 def row_cold_sequential(ctx, link):
@@ -957,7 +993,7 @@ def row_cold_sequential(ctx, link):
         def measure():
             times = []
             for _ in range(n):
-                with mounted(ctx, name, link, prefetch="opened") as m:
+                with mounted(ctx, name, link) as m:
                     times.append(read_all(m.path(rel), ctx.size(rel)))
                     verify(ctx, m.path(rel), rel)
             return ctx.size(rel) / median(times) / 1e6
@@ -985,7 +1021,7 @@ def rows_warm(ctx):
 
     for name in systems(ctx):
         def measure(name=name):
-            m = ctx.mount(name, "plain", prefetch="opened")
+            m = ctx.mount(name, "plain")
             try:
                 read_all(m.path(rel), size)           # fill the cache
                 verify(ctx, m.path(rel), rel)
@@ -1006,7 +1042,7 @@ def rows_warm(ctx):
             try:
                 for _ in range(n):
                     ctx.drop_caches()
-                    m2 = ctx.mount(name, "plain", prefetch="opened", cache=m.cache)
+                    m2 = ctx.mount(name, "plain", cache=m.cache)
                     try:
                         mark = LogMark(ctx, "plain")
                         t_remount.append(read_all(m2.path(rel), size))
@@ -1074,22 +1110,13 @@ def row_ttfb(ctx, link):
         def measure():
             times, stats = [], []
             for _ in range(n):
-                with mounted(ctx, name, link, prefetch="opened") as m:
+                with mounted(ctx, name, link) as m:
                     seconds, data, stat_seconds = timed_pread(m.path(rel), TTFB_OFFSET, 4096, 120)
                     if data != expected:
                         raise BenchError("WRONG BYTES at offset 400 MiB")
                     times.append(seconds)
                     stats.append(stat_seconds)
             row.note += f" {name}: stat {median(stats) * 1000:.1f} ms of it."
-            if name == "rangefs":
-                quiet = []
-                for _ in range(n):
-                    with mounted(ctx, name, link, prefetch="none") as m:
-                        seconds, data, _ = timed_pread(m.path(rel), TTFB_OFFSET, 4096, 120)
-                        if data != expected:
-                            raise BenchError("WRONG BYTES at offset 400 MiB")
-                        quiet.append(seconds)
-                row.note += f" rangefs with --prefetch none: {median(quiet) * 1000:.1f} ms."
             return median(times) * 1000
         return measure
 
@@ -1117,7 +1144,7 @@ def rows_fio(ctx):
         disk_path = {}
         for name in systems(ctx):
             try:
-                with mounted(ctx, name, "plain", prefetch="none") as m:
+                with mounted(ctx, name, "plain") as m:
                     mark = LogMark(ctx, "plain")
                     result, direct = fio_with_fallback(m.path(rel), bs, runtime=runtime)
                 sent = mark.bytes_sent(rel)
@@ -1132,7 +1159,7 @@ def rows_fio(ctx):
                 log(f"  {cold.rid} [{name}] n/a: {error}")
 
             def measure_warm(name=name):
-                with mounted(ctx, name, "plain", prefetch="none") as m:
+                with mounted(ctx, name, "plain") as m:
                     read_all(m.path(rel), size)
                     verify(ctx, m.path(rel), rel)
                     if name == "rangefs":
@@ -1161,7 +1188,7 @@ def row_sparse_amplification(ctx):
     row.values["baseline"] = 1.0
     for name in systems(ctx):
         def measure(name=name):
-            with mounted(ctx, name, "plain", prefetch="none") as m:
+            with mounted(ctx, name, "plain") as m:
                 mark = LogMark(ctx, "plain")
                 result, _ = fio_with_fallback(m.path(rel), "4k", number_ios=ios, timeout=300)
             return mark.bytes_sent(rel) / max(result["bytes"], 1)
@@ -1222,7 +1249,7 @@ def rows_media(ctx, link):
             def measure():
                 times = []
                 for _ in range(n):
-                    with mounted(ctx, name, link, prefetch="opened") as m:
+                    with mounted(ctx, name, link) as m:
                         seconds, result = timed(make(m.path(rel)), 300)
                         if check:
                             check(getattr(result, stream))
@@ -1266,7 +1293,7 @@ def rows_ls(ctx, link):
         def measure(name=name):
             t_cold, t_warm = [], []
             for _ in range(n):
-                with mounted(ctx, name, link, prefetch="none") as m:
+                with mounted(ctx, name, link) as m:
                     seconds, result = timed(["ls", "-la", m.path("small")], 300)
                     check_listing(result.stdout, 100)
                     t_cold.append(seconds)
@@ -1319,7 +1346,7 @@ def row_parallel(ctx, link):
         def measure():
             times = []
             for _ in range(n):
-                with mounted(ctx, name, link, prefetch="opened") as m:
+                with mounted(ctx, name, link) as m:
                     times.append(together([["dd", f"if={m.path(r)}", "of=/dev/null", "bs=1M"] for r in rels]))
                     for r in rels:
                         verify(ctx, m.path(r), r)
@@ -1435,8 +1462,7 @@ def rows_streaming(ctx):
             f"clock, 16 KiB reads, link {link_text}")
     worst_row = Row("stream-worst", f"{what}: worst read after the first second", "ms", "lower",
                     "the same reader on the local file", "stream", ("abs<=", 50), "≤ 50 ms",
-                    note="Each system mounts with the suite's defaults (RangeFS: --prefetch opened), cold; "
-                         "one run per cell. The baseline reads the original file on local disk (page cache "
+                    note="Each system mounts cold; one run per cell. The baseline reads the original file on local disk (page cache "
                          "dropped first when possible).")
     stall_row = Row("stream-stalls", f"{what}: reads over 50 ms after the first second", "reads", "lower",
                     "the same reader on the local file", "stream", ("abs<=", 0), "0")
@@ -1467,15 +1493,6 @@ def rows_streaming(ctx):
                 record(name, *play_realtime(m.path(rel), seconds, original))
         except BenchError as error:
             fail(name, error)
-    if "rangefs" in systems(ctx):
-        try:
-            with mounted(ctx, "rangefs", "stream", prefetch="none") as m:
-                judged, first = play_realtime(m.path(rel), seconds, original)
-            worst_row.note += (f" rangefs with --prefetch none (read-ahead alone): worst {max(judged) * 1000:.1f} ms, "
-                               f"{sum(1 for x in judged if x > 0.050)} over 50 ms.")
-            log(f"  stream [rangefs --prefetch none] worst {max(judged) * 1000:.1f} ms")
-        except BenchError as error:
-            worst_row.note += f" rangefs with --prefetch none: n/a ({error})."
     return rows + [row_stream_read_through(ctx, link_text)]
 
 
@@ -1484,8 +1501,7 @@ STREAM_READ_THROUGH = 3 * MiB
 
 def row_stream_read_through(ctx, link_text):
     """A cold read of the first 3 MiB of the streaming link's MP3 with dd, against curl of the same
-    range: what a reader gets from read-ahead over a link that limits each connection. RangeFS is
-    measured with its default --prefetch all; --prefetch none goes in the note."""
+    range: what a reader gets from read-ahead over a link that limits each connection."""
     rel, length = STREAM, STREAM_READ_THROUGH
     with open(WWW / rel, "rb") as f:
         expected = hashlib.sha256(f.read(length)).hexdigest()
@@ -1500,10 +1516,10 @@ def row_stream_read_through(ctx, link_text):
             raise BenchError(f"curl fetched {result.stdout} bytes of the range")
         return length / seconds / 1e6
 
-    def read_through(name, **kw):
+    def read_through(name):
         times = []
         for _ in range(n):
-            with mounted(ctx, name, "stream", **kw) as m:
+            with mounted(ctx, name, "stream") as m:
                 seconds, result = timed(f"dd if='{m.path(rel)}' bs=1M count={length // MiB} status=none"
                                         " | openssl dgst -sha256 -r", 300, shell=True)
                 if result.stdout.split()[0] != expected:
@@ -1513,15 +1529,7 @@ def row_stream_read_through(ctx, link_text):
 
     measure_cell(row, "baseline", baseline)
     for name in systems(ctx):
-        kw = {"prefetch": "all"} if name == "rangefs" else {}
-        measure_cell(row, name, lambda name=name, kw=kw: read_through(name, **kw))
-    if "rangefs" in systems(ctx):
-        try:
-            speed = read_through("rangefs", prefetch="none")
-            row.note += f"RangeFS with --prefetch none (read-ahead alone): {speed:.2f} MB/s."
-            log(f"  {row.rid} [rangefs --prefetch none] = {speed:.2f} MB/s")
-        except BenchError as error:
-            row.note += f"RangeFS with --prefetch none: n/a ({error})."
+        measure_cell(row, name, lambda name=name: read_through(name))
     return row
 
 
@@ -1534,7 +1542,7 @@ def row_rss_sparse(ctx):
     speeds = {}
     for name in systems(ctx):
         def measure(name=name):
-            with mounted(ctx, name, "plain", prefetch="opened") as m:
+            with mounted(ctx, name, "plain") as m:
                 if not m.pid:
                     raise BenchError("mount process not found")
                 seconds, result = timed(f"dd if='{m.path(rel)}' bs=1M status=none | openssl dgst -sha256 -r",
@@ -1551,7 +1559,7 @@ def row_rss_sparse(ctx):
 def rows_many(ctx):
     mount_row = Row("many-mount", "100,000-entry manifest: mount time", "s", "lower", "target", "plain",
                     ("abs<=", 2.0), "≤ 2 s",
-                    note="RangeFS: `rangefs mount` of the manifest (--prefetch none) until mounted; rclone and "
+                    note="RangeFS: `rangefs mount` of the manifest until mounted; rclone and "
                          "httpdirfs mount the same tree from nginx's autoindex listings.")
     ls_row = Row("many-ls", f"100,000 entries: ls (names) of its largest directory ({MANY_FLAT:,} files)", "ms",
                  "lower", "ls of the local directory", "plain")
@@ -1570,7 +1578,7 @@ def rows_many(ctx):
         [timed(["curl", "-sS", "--fail", "-I"] + urls, 120)[0] for _ in range(3)]) * 1000)
     for name in systems(ctx):
         try:
-            with mounted(ctx, name, "plain", prefetch="none", manifest="many") as m:
+            with mounted(ctx, name, "plain", manifest="many") as m:
                 mount_row.values[name] = m.mount_seconds
                 if m.pid:
                     rss_row.note += f" {name}: {vm_hwm_mib(m.pid):.0f} MiB right after mounting."
@@ -1777,12 +1785,10 @@ def rows_mirrors(ctx):
     mib = MIRROR_SIZE // MiB
     read = Row("mirrors-read", f"3 mirrors ({rate}/connection each): cold sequential read, {mib} MiB", "MB/s",
                "higher", "curl of one mirror")
-    read_none = Row("mirrors-read-none", "the same, RangeFS with --prefetch none", "MB/s", "higher",
-                    "curl of one mirror")
     failover = Row("mirrors-failover", "the same, the busiest mirror stopped half way through", "MB/s", "higher",
                    "curl of one mirror (no failure)")
-    rows = [read, read_none, failover]
-    if not ctx.args.skip_others:
+    rows = [read, failover]
+    if ctx.others:
         for row in rows:
             na_others(row, "one URL per file: a Metalink's mirrors cannot be mounted")
     counts = {row.rid: [] for row in rows}      # per repeat: (who, [(requests, MiB sent) per mirror])
@@ -1839,9 +1845,9 @@ def rows_mirrors(ctx):
         stopped_names.append(f"{who}: {stopped.name}")
         return seconds, result
 
-    def rangefs(prefetch, stop_half_way):
+    def rangefs(stop_half_way):
         def once():
-            with mounted(ctx, "rangefs", "plain", prefetch=prefetch, source=metalink) as m:
+            with mounted(ctx, "rangefs", "plain", source=metalink) as m:
                 cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
                 seconds, result = timed_read(cmd, "RangeFS", dd_progress, stop_half_way)
                 if dd_bytes(result) != MIRROR_SIZE:
@@ -1877,12 +1883,12 @@ def rows_mirrors(ctx):
             m.start()
         log(f"mirrors: nginx on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} (limit_rate {rate} each)")
         measure_cell(read, "baseline", curl_mirror)
-        read_none.values["baseline"] = failover.values["baseline"] = read.values["baseline"]
-        measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs("all", False)))
-        measure_cell(read_none, "rangefs", repeated(read_none, "RangeFS", rangefs("none", False)))
-        measure_cell(failover, "rangefs", repeated(failover, "RangeFS", rangefs("all", True)))
-        measure_cell(read, "aria2c", repeated(read, "aria2c", aria2c(False)))
-        measure_cell(failover, "aria2c", repeated(failover, "aria2c", aria2c(True)))
+        failover.values["baseline"] = read.values["baseline"]
+        measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs(False)))
+        measure_cell(failover, "rangefs", repeated(failover, "RangeFS", rangefs(True)))
+        if ctx.others:
+            measure_cell(read, "aria2c", repeated(read, "aria2c", aria2c(False)))
+            measure_cell(failover, "aria2c", repeated(failover, "aria2c", aria2c(True)))
     finally:
         for m in mirrors:
             m.stop()
@@ -1905,7 +1911,7 @@ def rows_web(ctx, link):
     wide, tree = "web/wide", "web/tree"
     cold = Row(f"web-ls-{link}", f"web directory: mount, then ls -la of a {WEB_WIDE:,}-file directory ({link})", "ms",
                "lower", "curl of that directory's listing page", link,
-               note="From the start of the mount command to the end of ls -la, cache empty, --prefetch none.")
+               note="From the start of the mount command to the end of ls -la, cache empty.")
     again = Row(f"web-ls-again-{link}", f"web directory: the same after a remount on the same cache ({link})", "ms",
                 "lower", "curl of that directory's listing page", link)
     walk = Row(f"web-find-{link}", f"web directory: find -type f of a {WEB_DIRS * WEB_PER_DIR:,}-file tree ({link})", "s",
@@ -1934,11 +1940,11 @@ def rows_web(ctx, link):
             t_cold, t_again, t_walk, requests = [], [], [], []
             for _ in range(n):
                 cache = ctx.new_dir("cache", f"{name}-web")
-                with mounted(ctx, name, link, prefetch="none", listing=True, cache=cache, keep_cache=True) as m:
+                with mounted(ctx, name, link, listing=True, cache=cache, keep_cache=True) as m:
                     t_cold.append(m.mount_seconds + ls_wide(m))
-                with mounted(ctx, name, link, prefetch="none", listing=True, cache=cache) as m:
+                with mounted(ctx, name, link, listing=True, cache=cache) as m:
                     t_again.append(m.mount_seconds + ls_wide(m))
-                with mounted(ctx, name, link, prefetch="none", listing=True) as m:
+                with mounted(ctx, name, link, listing=True) as m:
                     mark = LogMark(ctx, link)
                     seconds, result = timed(["find", m.path(tree), "-type", "f"], 1200)
                     count = len(result.stdout.splitlines())
@@ -2039,13 +2045,12 @@ def rows_library(ctx, link):
     """A first scan of a freshly mounted music library, as a media server or a tagger makes one
     (Jellyfin, Navidrome, beets open every file once): a tag reader (mutagen, the library beets and
     Picard read tags with) and ffprobe, one process per file, one file at a time. The baseline is
-    the same scan of the local files. RangeFS runs with its default --prefetch all, which fetches
-    whole files in the background while the scan runs, and with --prefetch none."""
+    the same scan of the local files. With --prefetch all RangeFS fetches the heads and tails of
+    every file, then whole files, in the background while the scan runs."""
     n = ctx.args.repeats
     files = library_files()
     size = sum((WWW / LIBRARY / rel).stat().st_size for rel in files)
     directory = LIBRARY + "/"
-    policies = [ctx.args.rangefs_prefetch] if ctx.args.rangefs_prefetch else ["all", "none"]
     # What each reads of this library (strace of the local scans).
     scans = [
         ("tags", "mutagen-inspect", "mutagen-inspect", lambda f: ["mutagen-inspect", f], mutagen_output,
@@ -2063,16 +2068,10 @@ def rows_library(ctx, link):
                         "an empty cache, the page cache dropped; find, then one process per file, one at a time "
                         "(mount time not counted); the baseline scans the local files, the page cache dropped. "
                         "Each output is compared with the local scan's, which is checked against the tags written. "
-                        f"RangeFS with --prefetch {policies[0]}; rclone and httpdirfs one run each. {reads} Fetched: the bytes "
+                        f"rclone and httpdirfs one run each. {reads} Fetched: the bytes "
                         f"nginx sent under /{directory} and its requests, from the mount until the unmount right "
                         "after the scan (RangeFS: median of the repeats).")
-        by_policy = {policies[0]: main}
         rows.append(main)
-        if len(policies) > 1:
-            by_policy["none"] = Row(f"library-{rid}-none-{link}", f"  the same, RangeFS with --prefetch none ({link})",
-                                    "s", "lower", "the same scan of the local files", link,
-                                    note="As the row above, RangeFS with --prefetch none (read-ahead alone).")
-            rows.append(by_policy["none"])
         expected = {}
 
         def baseline(tool=tool, command=command, normalize=normalize, check=check, expected=expected):
@@ -2089,7 +2088,7 @@ def rows_library(ctx, link):
                 times.append(seconds)
             return median(times)
 
-        def system(row, name, prefetch, tool=tool, command=command, normalize=normalize, expected=expected):
+        def system(row, name, tool=tool, command=command, normalize=normalize, expected=expected):
             def measure():
                 if not expected:
                     raise BenchError("no local scan to compare with")
@@ -2099,7 +2098,7 @@ def rows_library(ctx, link):
                     ctx.drop_caches()
                     LogMark.settle(ctx, link)     # the last run's dropped requests, logged late, are not ours
                     mark = LogMark(ctx, link)
-                    with mounted(ctx, name, link, prefetch=prefetch, listing=True, directory=directory) as m:
+                    with mounted(ctx, name, link, listing=True, directory=directory) as m:
                         seconds, outputs = scan_library(m.mnt, command, normalize,
                                                         LIBRARY_SCAN_TIMEOUT if rangefs else LIBRARY_OTHERS_TIMEOUT)
                     # Unmounted right after the scan: the background transfers stop there.
@@ -2120,12 +2119,8 @@ def rows_library(ctx, link):
             return measure
 
         measure_cell(main, "baseline", baseline)
-        for row in by_policy.values():
-            row.values["baseline"] = main.values["baseline"]
         for name in systems(ctx):
-            for prefetch, row in by_policy.items():
-                if name == "rangefs" or row is main:
-                    measure_cell(row, name, system(row, name, prefetch))
+            measure_cell(main, name, system(main, name))
     return rows
 
 
@@ -2253,7 +2248,7 @@ def rows_bucket(ctx):
     ls_row = Row("bucket-ls", f"S3 bucket: mount, then ls -la of a {WEB_WIDE:,}-object prefix", "ms", "lower",
                  "boto3: one ListObjectsV2 of that prefix", "bucket",
                  note="moto's S3 server on loopback (a Python server that closes every connection). From the "
-                      "start of the mount command to the end of ls -la, cache empty, --prefetch none; every "
+                      "start of the mount command to the end of ls -la, cache empty; every "
                       "client unsigned (the objects are public-read). The baseline times the call alone, "
                       "its client made before.")
     again = Row("bucket-ls-again", "S3 bucket: the same after a remount on the same cache", "ms", "lower",
@@ -2317,11 +2312,11 @@ def rows_bucket(ctx):
             for _ in range(n):
                 cache = ctx.new_dir("cache", f"{name}-bucket")
                 mark = MotoMark(ctx)
-                with mounted(ctx, name, "bucket", prefetch="none", cache=cache, keep_cache=True) as m:
+                with mounted(ctx, name, "bucket", cache=cache, keep_cache=True) as m:
                     t_cold.append(m.mount_seconds + ls_wide(m))
                     sent.append(mark.requests())
                 mark = MotoMark(ctx)
-                with mounted(ctx, name, "bucket", prefetch="none", cache=cache) as m:
+                with mounted(ctx, name, "bucket", cache=cache) as m:
                     t_again.append(m.mount_seconds + ls_wide(m))
                     sent_again.append(mark.requests())
             ls_row.values[name], again.values[name] = median(t_cold) * 1000, median(t_again) * 1000
@@ -2402,7 +2397,7 @@ def rows_bucket(ctx):
         def measure():
             times, sent = [], []
             for _ in range(n):
-                with mounted(ctx, name, "bucket", prefetch="opened") as m:
+                with mounted(ctx, name, "bucket") as m:
                     mark = MotoMark(ctx)
                     times.append(read_all(m.path(BUCKET_BIG), size))
                     sent.append(mark.requests())
@@ -2434,7 +2429,7 @@ def optional_tools(rows):
 
 def table_cells(row):
     cells = {}
-    for key in ("rangefs", "baseline") + OTHER_TOOLS:
+    for key in ("rangefs", NONE_KEY, "baseline") + OTHER_TOOLS:
         value = row.values.get(key)
         cells[key] = "n/a" if isinstance(value, str) else fmt(value)
     ratio = row.ratio()
@@ -2442,17 +2437,27 @@ def table_cells(row):
     cells["ratio"] = f"{ratio:.2f}×" if show else ""
     met = row.met()
     cells["target"] = (row.target_text + (" ✓" if met else " ✗" if met is False else "")) if row.target_text else ""
+    cost = row.background_cost()
+    cells["cost"] = "" if cost is None else f"{cost * 100:+.0f} %"
     return cells
+
+
+def policy_columns(rows):
+    """The --prefetch none column and the background's cost, when a second pass measured them."""
+    return any(NONE_KEY in row.values for row in rows)
 
 
 def print_table(rows):
     extra = optional_tools(rows)
-    header = ["row", "unit", "RangeFS", "baseline", "ratio", "target", "rclone", "httpdirfs"] + extra
+    both = policy_columns(rows)
+    header = (["row", "unit", "RangeFS"] + (["none", "cost"] if both else [])
+              + ["baseline", "ratio", "target", "rclone", "httpdirfs"] + extra)
     lines = [header]
     for row in rows:
         c = table_cells(row)
-        lines.append([row.label, row.unit, c["rangefs"], c["baseline"], c["ratio"], c["target"], c["rclone"],
-                      c["httpdirfs"]] + [c[tool] for tool in extra])
+        lines.append([row.label, row.unit, c["rangefs"]] + ([c[NONE_KEY], c["cost"]] if both else [])
+                     + [c["baseline"], c["ratio"], c["target"], c["rclone"], c["httpdirfs"]]
+                     + [c[tool] for tool in extra])
     widths = [max(len(l[i]) for l in lines) for i in range(len(header))]
     print()
     for i, line in enumerate(lines):
@@ -2546,10 +2551,12 @@ def write_markdown(ctx, rows, info, elapsed):
              if any(row.link == "bucket" for row in rows) else []),
            (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
-            "- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch opened` (the file "
-            "being read is completed in the background, nothing else), except: `--prefetch none` for fio, ls, "
-            "the 100,000-entry manifest and the web directory rows, `--prefetch all` for the prefetcher row, "
-            "both its default `--prefetch all` and `--prefetch none` for the library rows."),
+            "- RangeFS runs with its defaults in every row (256 KiB blocks, --max-downloads 3, `--prefetch all`: "
+            "the heads and tails of every file of the mount, then every file whole, in the background while the "
+            "row's program reads), and again, in a second pass after the first, with `--prefetch none` (the "
+            "**none** column: no background work, a reader's own requests and read-ahead only). **cost** is how "
+            "much longer (or slower) the defaults took than `--prefetch none` in the rows that time what a program "
+            "waits for: what the background work cost the program. The prefetcher row runs in the first pass only."),
            "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
            "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
            "RangeFS manifests list.",
@@ -2564,16 +2571,19 @@ def write_markdown(ctx, rows, info, elapsed):
     if ctx.notes:
         out += ["- " + n for n in ctx.notes] + [""]
     extra = optional_tools(rows)
+    both = policy_columns(rows)
     out += ["## Results", "",
-            "| row | unit | RangeFS | baseline | ratio | target | rclone | httpdirfs | "
-            + "".join(f"{tool} | " for tool in extra) + "baseline is |",
-            "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | " + "---: | " * len(extra) + "--- |"]
+            "| row | unit | RangeFS | " + ("none | cost | " if both else "") + "baseline | ratio | target | rclone | "
+            "httpdirfs | " + "".join(f"{tool} | " for tool in extra) + "baseline is |",
+            "| --- | --- | ---: | " + ("---: | ---: | " if both else "") + "---: | ---: | --- | ---: | ---: | "
+            + "---: | " * len(extra) + "--- |"]
     for row in rows:
         c = table_cells(row)
-        out.append(f"| {md_escape(row.label.strip())} | {row.unit} | {c['rangefs']} | {c['baseline']} | {c['ratio']} | "
-                   f"{c['target']} | {c['rclone']} | {c['httpdirfs']} | " + "".join(f"{c[tool]} | " for tool in extra)
-                   + f"{md_escape(row.baseline_label)} |")
-    out += ["", "Ratio is RangeFS ÷ baseline. ✓/✗: the issue's target met or missed in this run.", ""]
+        out.append(f"| {md_escape(row.label.strip())} | {row.unit} | {c['rangefs']} | "
+                   + (f"{c[NONE_KEY]} | {c['cost']} | " if both else "")
+                   + f"{c['baseline']} | {c['ratio']} | {c['target']} | {c['rclone']} | {c['httpdirfs']} | "
+                   + "".join(f"{c[tool]} | " for tool in extra) + f"{md_escape(row.baseline_label)} |")
+    out += ["", "Ratio is RangeFS (its defaults) ÷ baseline. ✓/✗: the issue's target met or missed in this run.", ""]
     notes = [(row, row.note.strip()) for row in rows if row.note.strip()]
     na = [(row, k, v) for row in rows for k, v in row.values.items() if isinstance(v, str)]
     if notes or na:
@@ -2590,19 +2600,41 @@ def write_markdown(ctx, rows, info, elapsed):
                        f"measured {table_cells(row)['ratio'] or fmt(row.values.get('rangefs')) + ' ' + row.unit}")
     if ahead:
         out.append("- **behind rclone, httpdirfs or aria2c** on: " + "; ".join(md_escape(r.label.strip()) for r in ahead))
+    costly = [row for row in rows if (row.background_cost() or 0) > BACKGROUND_COST_LIMIT]
+    if both:
+        out.append(f"- background work cost a program more than {BACKGROUND_COST_LIMIT:.0%} (defaults against "
+                   "`--prefetch none`) on: " + ("; ".join(f"{md_escape(r.label.strip())} ({table_cells(r)['cost']})"
+                                                       for r in costly) or "no row"))
     out += ["", "![RangeFS, rclone and httpdirfs relative to the baseline of each row](benchmarks.png)", "",
             "## Machine and versions", ""]
     out += [f"- {k}: {md_escape(v)}" for k, v in info.items()]
     out += ["", "## Rerun", "",
-            "```sh", "bench/run.sh                 # everything, ~40 minutes; needs root (apt, drop_caches) and /dev/fuse",
+            "```sh", "bench/run.sh                 # everything, both passes; needs root (apt, drop_caches) and /dev/fuse",
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
+            "bench/run.sh --rangefs-prefetch none          # one pass, RangeFS with that --prefetch",
             "```", "",
             "It installs fio, sox, rclone, httpdirfs, awscli, aria2, python3-mutagen and python3-matplotlib with apt (plus the "
             "project's own dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once "
             "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
-    (DOCS / "benchmarks.md").write_text("\n".join(out))
+    page = DOCS / "benchmarks.md"
+    out += [KEPT_MARKER, kept_sections(page)]
+    page.write_text("\n".join(out))
+
+
+# What follows this line on the page is written by hand (targeted runs and what they showed) and
+# kept when the page is rewritten.
+KEPT_MARKER = "<!-- Written by hand below this line; bench/run.sh keeps it when it rewrites the page. -->"
+
+
+def kept_sections(page):
+    try:
+        text = page.read_text()
+    except OSError:
+        return ""
+    _, marker, kept = text.partition(KEPT_MARKER)
+    return kept.lstrip("\n") if marker else ""
 
 
 def write_chart(rows, path):
@@ -2791,14 +2823,32 @@ def main():
             "stream": lambda l: rows_streaming(ctx),
             "mirrors": lambda l: rows_mirrors(ctx),
         }
-        for group in GROUPS:
-            if group not in groups:
-                continue
-            for link in links:
-                if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
+        # RangeFS's defaults first (with the other tools), then, unless one policy was asked for,
+        # RangeFS alone with --prefetch none: what background work costs each row.
+        passes = [args.rangefs_prefetch] if args.rangefs_prefetch else ["all", "none"]
+        for number, policy in enumerate(passes):
+            ctx.policy, ctx.others = policy, number == 0 and not args.skip_others
+            measured = []
+            for group in GROUPS:
+                if group not in groups:
                     continue
-                log(f"== {group} ({link})")
-                rows += measure[group](link)
+                if group == "prefetch" and policy != "all":
+                    log(f"== prefetch: skipped with --prefetch {policy} (the row is about --prefetch all)")
+                    continue
+                for link in links:
+                    if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
+                        continue
+                    log(f"== {group} ({link}), RangeFS --prefetch {policy}")
+                    try:
+                        measured += measure[group](link)
+                    except Exception as error:      # a bench bug: the other groups' figures still count
+                        log(traceback.format_exc())
+                        ctx.notes.append(f"The {group} rows ({link}, --prefetch {policy}) failed: "
+                                         f"{type(error).__name__}: {error}.")
+            if number == 0:
+                rows = measured
+            else:
+                merge_second_pass(rows, measured)
     except (KeyboardInterrupt, Interrupted) as error:
         log(f"interrupted ({error}); cleaning up")
         ctx.cleanup()

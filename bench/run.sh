@@ -10,8 +10,9 @@
 #        [--rangefs-prefetch all|opened|none]
 #        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
-# Takes about 40 minutes on 2 cores (15 of them the library rows, whose rclone and httpdirfs
-# scans fetch the whole library). Everything it mounts or starts is stopped on exit.
+# Every row runs twice, RangeFS with its defaults (beside the other tools) and then alone with
+# --prefetch none: about 100 minutes on 2 cores (15 of them the library rows, whose rclone and
+# httpdirfs scans fetch the whole library). Everything it mounts or starts is stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -77,4 +78,4 @@ fi
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 mkdir -p "$WORK"
-timeout --foreground --signal=TERM --kill-after=60 7200 "$PY" bench/bench.py --rangefs "$RANGEFS" "$@"
+timeout --foreground --signal=TERM --kill-after=60 14400 "$PY" bench/bench.py --rangefs "$RANGEFS" "$@"
