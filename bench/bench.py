@@ -2556,7 +2556,8 @@ def write_markdown(ctx, rows, info, elapsed):
             "row's program reads), and again, in a second pass after the first, with `--prefetch none` (the "
             "**none** column: no background work, a reader's own requests and read-ahead only). **cost** is how "
             "much longer (or slower) the defaults took than `--prefetch none` in the rows that time what a program "
-            "waits for: what the background work cost the program. The prefetcher row runs in the first pass only."),
+            "waits for: what the background work cost the program, as far as two passes an hour apart can tell (loopback "
+            "rows move by 10–30 % between runs whatever the policy). The prefetcher row runs in the first pass only."),
            "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
            "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
            "RangeFS manifests list.",
