@@ -244,9 +244,10 @@ extension TransferSpec {
     /// The request as it goes out now: a range cut short while it waited to start (or to go on
     /// after giving its connection up) asks only for the bytes still wanted.
     var trimmedToItsEnd: TransferSpec {
-        guard case .range(var request, let sink, let completion) = self, !request.wholeBody,
-              let end = request.urgency.end, request.range.lowerBound < end, end < request.range.upperBound else { return self }
-        request.range = request.range.lowerBound..<end
+        guard case .range(var request, let sink, let completion) = self, !request.wholeBody else { return self }
+        let wanted = request.wantedRange
+        guard !wanted.isEmpty, wanted != request.range else { return self }
+        request.range = wanted
         return .range(request, sink: sink, completion: completion)
     }
 

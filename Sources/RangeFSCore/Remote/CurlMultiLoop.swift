@@ -101,7 +101,7 @@ final class CurlMultiLoop {
         var excess = connections(to: spec.server) - leaving + 1 - configuration.maxConnectionsPerHost
         // One already finishing first frees its connection for an earlier request.
         let background = active.filter {
-            $0.value.isBackground && !$0.value.finishesFirst && $0.value.handOverEnds == nil && $0.value.server == spec.server
+            $0.value.isBackground && !$0.value.isNeverHeld && $0.value.server == spec.server
         }
         for (easy, transfer) in background where excess > 0 {
             if finishesSoon(transfer) ?? true {
@@ -209,7 +209,7 @@ final class CurlMultiLoop {
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
             let held = paused ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
-            let hold = held && !transfer.finishesFirst && transfer.handOverEnds == nil
+            let hold = held && !transfer.isNeverHeld
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {

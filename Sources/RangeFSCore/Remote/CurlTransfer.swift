@@ -54,6 +54,9 @@ final class CurlTransfer {
     /// (`CurlMultiLoop.giveUpConnection`): until then it takes the body bytes that reached this
     /// machine while it was held (closing the connection would throw them away). Not held meanwhile.
     private(set) var handOverEnds: ContinuousClock.Instant?
+    /// It receives whatever readers do: it runs to its end, or it is handing its connection over.
+    /// Such a transfer is neither held nor asked to give its connection up.
+    var isNeverHeld: Bool { finishesFirst || handOverEnds != nil }
     private var pace = TransferPace()
     /// When the request was handed to libcurl.
     var startedAt: ContinuousClock.Instant { pace.startedAt }
@@ -180,7 +183,7 @@ final class CurlTransfer {
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
             let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.isPaused
-            if !isResuming, held, !finishesFirst, handOverEnds == nil {
+            if !isResuming, held, !isNeverHeld {
                 isPaused = true
                 return .pause
             }
@@ -217,7 +220,7 @@ final class CurlTransfer {
     var expectedRestDuration: Duration? {
         guard case .range(let request, _, _) = spec else { return nil }
         // A transfer cut short after it started has only the bytes before its cut to bring.
-        let wanted = max(request.range.lowerBound, min(request.range.upperBound, request.urgency.end ?? .max)) - request.range.lowerBound
+        let wanted = UInt64(request.wantedRange.count)
         let rest = wanted - min(bodyBytes, wanted)
         return pace.restDuration(received: bodyBytes, rest: rest)
     }
@@ -290,7 +293,7 @@ final class CurlTransfer {
               storePending(), storedBytes < UInt64(request.range.count) else { return nil }
         let rest = request.range.lowerBound + storedBytes
         // Cut short where it has come to already: it ends by itself with its next bytes.
-        if let end = request.urgency.end, rest >= end { return nil }
+        guard rest < request.wantedRange.upperBound else { return nil }
         request.range = rest..<request.range.upperBound
         return .range(request, sink: sink, completion: completion)
     }

@@ -127,6 +127,13 @@ public struct RangeRequest: Sendable {
         self.maxBytesPerSecond = maxBytesPerSecond
         self.wholeBody = wholeBody
     }
+
+    /// The bytes still wanted: `range` up to where the plan cut the transfer short
+    /// (`TransferUrgency.end`); empty when the cut is at or before its start.
+    var wantedRange: Range<UInt64> {
+        guard let end = urgency.end else { return range }
+        return range.lowerBound..<max(range.lowerBound, min(range.upperBound, end))
+    }
 }
 
 public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
