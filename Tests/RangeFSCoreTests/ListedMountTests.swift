@@ -215,9 +215,11 @@ struct ListedMountTests {
         })
     }
 
-    /// `ls -l` and `find` of a listing that states sizes cost no request per file; opening one
-    /// asks its size, and a size that changed since the listing makes the kernel ask again.
-    @Test func sizesTheListingStatesAreShownWithoutARequestUntilTheFileIsOpened() throws {
+    /// `ls -l` and `find` of a listing that states sizes cost no request per file, nor does
+    /// opening one: its first range request goes out at once. A size that changed since the
+    /// listing fails that read (as any change does), the kernel forgets the listing's size, and
+    /// the server's is asked next.
+    @Test func sizesTheListingStatesAreShownAndOpenedWithoutARequestUntilTheServerRefutesOne() throws {
         let mount = try ListedHarness(files: ["intro.mp3": Self.song, "song.mp3": Self.song], listings: { server in
             [server.url("top/").absoluteString: .success([
                 WebListingEntry(name: "intro.mp3", url: server.url("intro.mp3"), isDirectory: false, size: 100_000),
@@ -233,11 +235,22 @@ struct ListedMountTests {
         #expect(mount.engine.server.requests.filter { $0.method == "HEAD" }.isEmpty, "no request per file")
 
         let opened = try FilesystemHarness.wait { mount.filesystem.open(stale.inode, flags: O_RDONLY, completion: $0) }.get()
-        #expect(try FilesystemHarness.wait { mount.filesystem.attributes(of: stale.inode, completion: $0) }.get().size == 100_000,
-                "the server's size once asked")
+        #expect(mount.engine.server.requests.isEmpty, "nor one to open a file")
+        let refuted = try FilesystemHarness.wait { mount.filesystem.read(handle: opened.handle, offset: 0, size: 5, completion: $0) }
+        #expect(refuted.error?.errno == EIO, "the listing's size is not the file's: \(refuted)")
         #expect(FilesystemHarness.eventually(timeout: 5) { kernel.recorded.inodes.contains(stale.inode) },
                 "the kernel is told to forget the listing's size")
         _ = mount.filesystem.release(handle: opened.handle)
+        #expect(try FilesystemHarness.wait { mount.filesystem.attributes(of: stale.inode, completion: $0) }.get().size == 100_000,
+                "the server's size, asked once the listing's was refuted")
+        #expect(mount.engine.server.requests(for: "song.mp3").map(\.method) == ["GET", "HEAD"])
+
+        let reopened = try FilesystemHarness.wait { mount.filesystem.open(stale.inode, flags: O_RDONLY, completion: $0) }.get()
+        let ready = try FilesystemHarness.wait {
+            mount.filesystem.read(handle: reopened.handle, offset: 0, size: 100_000, completion: $0)
+        }.get()
+        #expect(try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) == Self.song)
+        _ = mount.filesystem.release(handle: reopened.handle)
     }
 
     /// `find` opens a directory's subdirectories one after another: opening one lists the next

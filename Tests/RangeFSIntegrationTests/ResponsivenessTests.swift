@@ -63,7 +63,10 @@ extension RangeFSIntegrationTests {
             busy(status).reduce(0) { $0 + $1.bytesPerSecond } >= 120_000
         }
         try #require(met, "the background did not get busy on the throttled files within 30 s:\n\(before)\n\(mount.logTail())")
-        try #require(before.file("big.bin")?.cachedBytes == 0, "big.bin is not cold:\n\(before)")
+        // The heads walk may have fetched big.bin's head and tail (a few hundred KiB) before the
+        // throttled files got busy; the read below still fetches more than 99 % of it.
+        let headAndTail = 1 << 20
+        try #require((before.file("big.bin")?.cachedBytes ?? .max) < headAndTail, "big.bin is not cold:\n\(before)")
 
         let cold = SHA256.of(mount.path("big.bin"), timeout: 600)
         let afterRead = try mount.statusSnapshot()

@@ -64,7 +64,7 @@ public final class FileCatalog: Sendable {
         // The parts call back into the catalog only through these closures, set up before any
         // file is made. `weak`: the parts live as long as the catalog, never longer.
         let catalog = WeakCatalog()
-        files = SizeDiscovery(records: records, blockSize: blockSize, environment: environment,
+        files = SizeDiscovery(records: records, blockSize: blockSize, trustsStatedSizes: statedSizesAreExact, environment: environment,
                               entryAt: { index in catalog.value?.manifest.entries[index] },
                               makeFile: { record, entry in catalog.value?.makeFile(record: record, entry: entry) })
         eviction = CacheEviction(budget: budget, files: files, environment: environment)
@@ -149,9 +149,9 @@ public final class FileCatalog: Sendable {
     /// The size and time the entry states, when they may be shown before the file's size is
     /// asked (`statedSizesAreExact`) and it has not been asked yet.
     public func statedAttributes(ofEntry index: Int) -> (size: UInt64, modified: Date?)? {
-        guard statedSizesAreExact else { return nil }
         let entry = manifest.entries[index]
-        guard let size = entry.size, files.loadedFile(entry.urlString) == nil, files.storedRecord(entry.urlString) == nil else { return nil }
+        guard let size = entry.size, files.mayTrustStatedSize(of: entry.urlString), files.loadedFile(entry.urlString) == nil,
+              files.storedRecord(entry.urlString) == nil else { return nil }
         return (size, entry.modified)
     }
 

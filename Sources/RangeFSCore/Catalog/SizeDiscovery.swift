@@ -3,9 +3,11 @@ import Logging
 import Synchronization
 
 /// The mount's loaded files, by URL, and how each is found: a file the cache database remembers
-/// is loaded from its record; any other has its size and validator asked of the server once,
-/// however many callers wait, in its turn among the other probes (`ProbeQueue`), retried when
-/// transient. What a probe finds is saved in batches so a remount knows it without asking.
+/// is loaded from its record; a file whose listing states its size exactly is made from that
+/// size at once, its version named by its first range reply (`FilePlan+Version`); any other has
+/// its size and validator asked of the server once, however many callers wait, in its turn
+/// among the other probes (`ProbeQueue`), retried when transient. New records are saved in
+/// batches so a remount knows them without asking.
 final class SizeDiscovery: Sendable {
     enum Slot {
         /// The entry whose probe finds the size (entries may share a URL), and who waits for it.
@@ -13,8 +15,9 @@ final class SizeDiscovery: Sendable {
         case ready(CachedFile)
     }
 
-    /// Lock order: `slots` → `storedRecords`. `slots` is never held while a `CachedFile`'s state
-    /// lock is taken, nor across a system call or a database call.
+    /// Lock order: `slots` → `storedRecords`, and `slots` → `unsavedRecords` (a file made from
+    /// a stated size is remembered before anyone can read it). `slots` is never held while a
+    /// `CachedFile`'s state lock is taken, nor across a system call or a database call.
     private let slots = Mutex<[String: Slot]>([:])
     /// What the database knew when the mount started, for files not loaded yet (eviction empties
     /// their bitmaps here too, so a later load starts from what is left).
@@ -25,6 +28,12 @@ final class SizeDiscovery: Sendable {
     private let unsavedRecords = Mutex<(records: [CachedFileRecord], saveScheduled: Bool)>(([], false))
     /// Size probes wait here for their turn (set once in `init`, leaf lock).
     private let probes = Mutex<ProbeQueue?>(nil)
+    /// URLs whose version went away in this mount (changed, or another size than the listing
+    /// stated): their stated size is not trusted again, a probe asks (leaf lock).
+    private let doubtedStatedSizes = Mutex<Set<String>>([])
+
+    /// The entries' stated sizes are exact (a listing's, not a manifest's, which may be stale).
+    private let trustsStatedSizes: Bool
 
     private let environment: FetchEnvironment
     private let blockSize: UInt64
@@ -35,11 +44,12 @@ final class SizeDiscovery: Sendable {
     /// once the catalog is gone.
     private let makeFile: @Sendable (CachedFileRecord, ManifestEntry) -> CachedFile?
 
-    init(records: [String: CachedFileRecord], blockSize: UInt64, environment: FetchEnvironment,
+    init(records: [String: CachedFileRecord], blockSize: UInt64, trustsStatedSizes: Bool, environment: FetchEnvironment,
          entryAt: @escaping @Sendable (Int) -> ManifestEntry?,
          makeFile: @escaping @Sendable (CachedFileRecord, ManifestEntry) -> CachedFile?) {
         storedRecords = Mutex(records)
         self.blockSize = blockSize
+        self.trustsStatedSizes = trustsStatedSizes
         self.environment = environment
         self.entryAt = entryAt
         self.makeFile = makeFile
@@ -76,6 +86,15 @@ final class SizeDiscovery: Sendable {
             case nil:
                 if let record = storedRecords.withLock({ $0[key] }) {
                     guard let file = makeFile(record, entry) else { return .unmounting }
+                    slots[key] = .ready(file)
+                    return .ready(file)
+                }
+                if let size = entry.size, entry.mirrors.isEmpty, mayTrustStatedSize(of: key) {
+                    // No probe: the first range request goes out now and its reply names the version.
+                    let record = newRecord(url: key, size: size, validator: RemoteValidator(etag: nil, lastModified: nil),
+                                           modified: entry.modified, location: nil)
+                    guard let file = makeFile(record, entry) else { return .unmounting }
+                    remember(record)
                     slots[key] = .ready(file)
                     return .ready(file)
                 }
@@ -119,6 +138,12 @@ final class SizeDiscovery: Sendable {
         }
     }
 
+    /// Whether the size an entry of `key` states may be shown, and a file made from it,
+    /// without asking the server.
+    func mayTrustStatedSize(of key: String) -> Bool {
+        trustsStatedSizes && !doubtedStatedSizes.withLock { $0.contains(key) }
+    }
+
     /// What the database remembered of a URL at mount time, for a file not loaded.
     func storedRecord(_ key: String) -> CachedFileRecord? {
         storedRecords.withLock { $0[key] }
@@ -135,6 +160,7 @@ final class SizeDiscovery: Sendable {
     /// mount started with a record of it).
     func forget(_ file: CachedFile) {
         let key = file.url.absoluteString
+        doubtedStatedSizes.withLock { _ = $0.insert(key) }
         slots.withLock { slots in
             if case .ready(let current) = slots[key], current === file { slots[key] = nil }
             storedRecords.withLock { _ = $0.removeValue(forKey: key) }
@@ -215,14 +241,8 @@ final class SizeDiscovery: Sendable {
         let outcome: Result<CachedFile, FetchError>
         switch result {
         case .success(let info):
-            let record = CachedFileRecord(
-                url: key, dataName: Self.newDataName(), size: info.size,
-                etag: info.validator.etag, lastModified: info.validator.lastModified,
-                modified: info.modified?.timeIntervalSince1970, blockSize: blockSize,
-                bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: info.size, blockSize: blockSize).blockCount).serialized),
-                state: info.size == 0 ? .complete : .remote, failure: nil,
-                lastAccess: Date().timeIntervalSince1970, pinned: false,
-                location: info.finalURL?.absoluteString)
+            let record = newRecord(url: key, size: info.size, validator: info.validator, modified: info.modified,
+                                   location: info.finalURL)
             remember(record)
             probeFailures.withLock { $0[key] = nil }
             outcome = makeFile(record, entry).map { .success($0) } ?? .failure(FetchError(entry.url, .unmounting))
@@ -250,6 +270,19 @@ final class SizeDiscovery: Sendable {
         // Looked up again just as this probe failed: that look-up needs a probe of its own.
         if isAwaitingProbe(key, by: index) { probeQueue.enqueue(index, priority: .reader) }
         for completion in waiting { completion(outcome) }
+    }
+
+    /// The record of a file nothing of which is cached yet.
+    private func newRecord(url key: String, size: UInt64, validator: RemoteValidator, modified: Date?,
+                           location: URL?) -> CachedFileRecord {
+        CachedFileRecord(
+            url: key, dataName: Self.newDataName(), size: size,
+            etag: validator.etag, lastModified: validator.lastModified,
+            modified: modified?.timeIntervalSince1970, blockSize: blockSize,
+            bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: size, blockSize: blockSize).blockCount).serialized),
+            state: size == 0 ? .complete : .remote, failure: nil,
+            lastAccess: Date().timeIntervalSince1970, pinned: false,
+            location: location?.absoluteString)
     }
 
     /// True while the slot of `key` waits for a probe of entry `index`.

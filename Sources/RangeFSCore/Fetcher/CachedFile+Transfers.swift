@@ -6,19 +6,24 @@ import Synchronization
 extension CachedFile {
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
     func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
-        let (attempt, replyFile, prefetched) = state.withLock {
+        let (attempt, replyFile, prefetched, learnsVersion) = state.withLock {
             // Raised (a reader waits on it), it is the reader's.
-            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground)
+            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground,
+             $0.plan.learnsVersion)
         }
         let source: FetchSource
         switch attempt {
         case .request(let target): source = target
         case .later(let actions): return perform(actions, file: replyFile)
         }
-        let request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
+        var request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
+        if learnsVersion {
+            let asked = request.url
+            request.versionCheck = { [self] info in versionReplied(info, asked: asked) }
+        }
         // The prefetcher's work (heads and tails included, which a waiting reader does not hold
         // back) keeps within --max-rate and tells nothing of a reader's speed.
         let background = prefetched
@@ -67,6 +72,18 @@ extension CachedFile {
         if let speed { environment.hostRates.record(speed, host: host, at: now) }
         perform(actions, file: replyFile)
         return count == UInt64(data.count) && !reachedCut
+    }
+
+    /// The reply to a request that went out before the file's version was known names it (on
+    /// the transfer's thread, before its body is used): nil lets it fill the cache. The version
+    /// learned is saved before any of the reply's bytes can be committed (one commit queue).
+    private func versionReplied(_ info: RemoteFileInfo, asked: URL) -> RemoteError? {
+        let (refused, actions, file) = state.withLock { state in
+            let (refused, actions) = state.plan.versionReplied(info, asked: asked)
+            return (refused, actions, state.dataFile)
+        }
+        perform(actions, file: file)
+        return refused
     }
 
     /// Ends a transfer whose bytes the cache has no room for (its client sees a refusing sink).

@@ -274,6 +274,9 @@ final class CurlTransfer {
             }
         case .range(let request, _, _):
             verdict = ResponseCheck.range(reply, for: request, condition: dialect?.rangeCondition ?? .ifRange)
+                ?? request.versionCheck?(RemoteFileInfo(size: request.expectedSize, validator: reply.validator,
+                                                        modified: responseHeaders.lastModified,
+                                                        finalURL: reply.redirected ? effectiveURL : nil))
         case .document(let request, _, _):
             verdict = ResponseCheck.document(reply, for: request)
         }
@@ -318,7 +321,7 @@ final class CurlTransfer {
         }
         // What arrived is stored also when the transfer failed: a retry goes on from there.
         _ = storePending()
-        if case .status(let code, let retryAfter, nil) = failure, let dialect,
+        if case .status(let code, _, nil) = failure, let dialect,
            let detail = dialect.errorDetail(url: requestURL, status: code, body: errorBody, headers: responseHeaders.lines) {
             failure = .status(code, retryAfter: responseHeaders.retryAfter, detail: detail)
         }

@@ -11,6 +11,9 @@ public struct RemoteValidator: Sendable, Equatable, Codable {
         self.lastModified = lastModified
     }
 
+    /// The server named no version at all (or it is not known yet).
+    public var isEmpty: Bool { etag == nil && lastModified == nil }
+
     /// A weak ETag (`W/"…"`) must not be used with `If-Range` (RFC 9110 §13.1.5); the date can be.
     public var ifRangeValue: String? {
         if let etag, !etag.hasPrefix("W/") { return etag }
@@ -112,6 +115,10 @@ public struct RangeRequest: Sendable {
     public var wholeBody: Bool
     /// A read the cache has no room for: its bytes go to the reader without being stored.
     public var readThrough = false
+    /// Set when the request went out before its file's version was known (a file made from a
+    /// listing's stated size, not probed): told the version its reply names, on the transfer's
+    /// thread before any body byte is used; an error refuses the reply.
+    public var versionCheck: (@Sendable (RemoteFileInfo) -> RemoteError?)?
 
     public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64,
                 validator: RemoteValidator, urgency: TransferUrgency = TransferUrgency(.foreground), maxBytesPerSecond: UInt64? = nil,
