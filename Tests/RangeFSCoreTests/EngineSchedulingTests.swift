@@ -134,6 +134,40 @@ struct EngineSchedulingTests {
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 
+    /// A program handed a complete file reads it from the cache disk unseen (passthrough, the
+    /// page cache): background work stands still for `quietAfterCompleteOpen`, then goes on.
+    @Test func openingACompleteFileHoldsBackgroundWorkStillForAMomentThenItGoesOn() throws {
+        let data = FetchEngineHarness.bytes(1 << 20, seed: 10)
+        let done = FetchEngineHarness.bytes(65_536, seed: 11)
+        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
+        prefetch.chunkBytes = UInt64(data.count)
+        var policy = FetchEngineHarness.quickPolicy
+        policy.quietAfterCompleteOpen = .seconds(1)
+        let engine = try FetchEngineHarness(files: ["back.bin": data, "done.bin": done], policy: policy, prefetch: prefetch)
+        engine.server.configure("back.bin", PathOptions(bytesPerSecond: 512 * 1024))
+        let finished = try #require(try engine.file("done.bin").value)
+        #expect(try engine.read(finished, 0..<65_536).value == done)
+        #expect(FilesystemHarness.eventually(timeout: 5) { finished.isComplete })
+
+        let back = try #require(try engine.open("back.bin").value)
+        defer { back.close() }
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { back.file.snapshot.cachedBytes >= 128 * 1024 },
+                "the background transfer is under way")
+
+        let opened = ContinuousClock.now
+        let reader = try #require(try engine.open("done.bin").value)
+        defer { reader.close() }
+        let before = back.file.snapshot.cachedBytes
+        // What was already on its way is stored (a block at most); then nothing comes for the
+        // quiet's length, where 512 KiB/s would bring 256 KiB in half a second.
+        let during = FilesystemHarness.eventually(timeout: 0.5) { back.file.snapshot.cachedBytes > before + 128 * 1024 }
+        #expect(!during, "background work went on while the complete file was being read: \(back.file.snapshot.cachedBytes - before) bytes")
+        #expect(ContinuousClock.now - opened < .seconds(1), "the check ran inside the quiet")
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete }, "and it goes on after")
+        #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
+    }
+
     /// A reader of the same file far ahead of the background transfer cuts it where the
     /// reader's blocks begin, and the reader's request takes its connection: the rest the
     /// background transfer asks for later ends at the cut, not where it first meant to.

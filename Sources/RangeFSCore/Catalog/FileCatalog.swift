@@ -98,6 +98,7 @@ public final class FileCatalog: Sendable {
                     eviction.fileClosed()
                 }
                 activityHandler.withLock { $0 }?()
+                if file.isComplete { environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen) }
                 return handle
             })
         }

@@ -24,6 +24,10 @@ public struct FetchPolicy: Sendable {
     /// the reader's first request, which usually follows at once, then gets the idle connection
     /// and the link, and a sequential reader's zone is known before background work picks a chunk.
     public var openGrace: Duration = .milliseconds(15)
+    /// After a complete file is opened, background work (but heads and tails) stands still this
+    /// long: the kernel reads the file from the cache disk at its own pace (passthrough or the
+    /// page cache, unseen here), and background transfers would take CPU and disk from it.
+    public var quietAfterCompleteOpen: Duration = .seconds(1)
     /// Data is synced and its blocks committed at least this often during a long transfer.
     public var commitIntervalBytes: UInt64 = 8 * 1024 * 1024
     /// Attempts per request, the first included, for transient errors (5xx, resets, stalls).

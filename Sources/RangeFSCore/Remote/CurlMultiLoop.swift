@@ -36,7 +36,10 @@ final class CurlMultiLoop {
             let undecided = reviewFinishingFirst()
             schedule(paused: backgroundPaused)
             var ready: Int32 = 0
-            curl_multi_poll(multi.raw, nil, 0, handingOver ? 1 : undecided ? 20 : 1000, &ready)
+            // A quiet (`BackgroundGate.quiet`) lets background work go on when it ends.
+            let quietLeft = Int32(min(inbox.gate.quietTimeLeft / 1_000_000 + 1, 1000))
+            let timeout = handingOver ? 1 : undecided ? 20 : inbox.gate.quietTimeLeft > 0 ? quietLeft : 1000
+            curl_multi_poll(multi.raw, nil, 0, timeout, &ready)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi.raw, easy)
@@ -55,7 +58,7 @@ final class CurlMultiLoop {
         startWaitingBackground(paused: paused)
         let foregroundRunning = active.values.contains { $0.holdsBackground }
         inbox.gate.setForegroundRunning(foregroundRunning)
-        holdBackground(paused: paused, readerWaits: foregroundRunning)
+        holdBackground(paused: paused, readerWaits: inbox.gate.foregroundPresent)
     }
 
     /// A transfer raised to the foreground while it waited starts at once; background ones
