@@ -232,8 +232,8 @@ class Context:
                      "stream": self.work / "nginx" / "access-stream.log"}
         self.available = {}
         self.bucket = None        # set by start_bucket: endpoint, python, the big object's sha256
-        # Set by main for each pass: RangeFS's --prefetch, and whether rclone, httpdirfs and aria2c
-        # are measured (in the first pass only).
+        # Set by main for each run of a group: RangeFS's --prefetch, and whether rclone, httpdirfs
+        # and aria2c are measured (in the run with the defaults only).
         self.policy = "all"
         self.others = not args.skip_others
         self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
@@ -288,7 +288,7 @@ class Context:
         env = None
         web = self.links.get(link, "") + "/" + directory     # no web URL for the bucket
         if system == "rangefs":
-            # The pass's policy (see main), unless the row is about one policy (the prefetcher's).
+            # The group run's policy (see main), unless the row is about one policy (the prefetcher's).
             prefetch = prefetch or self.policy
         if link == "bucket":
             cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
@@ -723,8 +723,8 @@ class Row:
         self.rid, self.label, self.unit, self.better = rid, label, unit, better
         self.baseline_label, self.link = baseline_label, link
         self.target, self.target_text, self.note = target, target_text, note
-        self.base_note = note     # what the row measures; a pass appends what it saw
-        self.values = {}      # "baseline"/system ("rangefs-none": the second pass) -> float or "n/a: reason"
+        self.base_note = note     # what the row measures; a run appends what it saw
+        self.values = {}      # "baseline"/system ("rangefs-none": the run with --prefetch none) -> float or "n/a: reason"
 
     def ratio(self):
         r, b = self.values.get("rangefs"), self.values.get("baseline")
@@ -780,16 +780,17 @@ class Row:
         return row
 
 
-# The second pass's RangeFS figures (--prefetch none) go beside the first's (its default, all).
+# The RangeFS figures of a group's run with --prefetch none go beside those of its run with the
+# defaults (all).
 NONE_KEY = "rangefs-none"
 # Rows whose figure is what a program waits for; "within 5 % of --prefetch none" is asked of these.
 FOREGROUND_UNITS = ("s", "ms", "MB/s", "IOPS")
 BACKGROUND_COST_LIMIT = 0.05
 
 
-def merge_second_pass(rows, second):
-    """Puts the second pass's RangeFS figure of each row beside the first's, and what that pass
-    noted about RangeFS in the row's note."""
+def merge_none_policy(rows, second):
+    """Puts the RangeFS figure of each row that a group's run with --prefetch none measured beside
+    the defaults' figure of the same row, and what that run noted about RangeFS in the row's note."""
     by_id = {row.rid: row for row in second}
     for row in rows:
         other = by_id.get(row.rid)
@@ -2443,7 +2444,7 @@ def table_cells(row):
 
 
 def policy_columns(rows):
-    """The --prefetch none column and the background's cost, when a second pass measured them."""
+    """The --prefetch none column and the background's cost, when runs with --prefetch none measured them."""
     return any(NONE_KEY in row.values for row in rows)
 
 
@@ -2553,11 +2554,12 @@ def write_markdown(ctx, rows, info, elapsed):
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
             "- RangeFS runs with its defaults in every row (256 KiB blocks, --max-downloads 3, `--prefetch all`: "
             "the heads and tails of every file of the mount, then every file whole, in the background while the "
-            "row's program reads), and again, in a second pass after the first, with `--prefetch none` (the "
-            "**none** column: no background work, a reader's own requests and read-ahead only). **cost** is how "
-            "much longer (or slower) the defaults took than `--prefetch none` in the rows that time what a program "
-            "waits for: what the background work cost the program, as far as two passes an hour apart can tell (loopback "
-            "rows move by 10–30 % between runs whatever the policy). The prefetcher row runs in the first pass only."),
+            "row's program reads), and again, right after each group, the same group with `--prefetch none` "
+            "(the **none** column: no background work, a reader's own requests and read-ahead only). **cost** is "
+            "how much longer (or slower) the defaults took than `--prefetch none` in the rows that time what a "
+            "program waits for: what the background work cost the program, as far as two runs of a group minutes "
+            "apart can tell (loopback rows move by 10–30 % between runs whatever the policy). The prefetcher row "
+            "runs with the defaults only."),
            "- rclone: `rclone mount :http: --http-url URL --vfs-cache-mode full --read-only --daemon`; httpdirfs: "
            "`httpdirfs --cache --no-range-check URL` (nginx `autoindex on`). Both mount the same tree that the "
            "RangeFS manifests list.",
@@ -2610,14 +2612,16 @@ def write_markdown(ctx, rows, info, elapsed):
             "## Machine and versions", ""]
     out += [f"- {k}: {md_escape(v)}" for k, v in info.items()]
     out += ["", "## Rerun", "",
-            "```sh", "bench/run.sh                 # everything, both passes; needs root (apt, drop_caches) and /dev/fuse",
+            "```sh", "bench/run.sh                 # everything, each group with both policies; needs root (apt, drop_caches) and /dev/fuse",
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
-            "bench/run.sh --rangefs-prefetch none          # one pass, RangeFS with that --prefetch",
+            "bench/run.sh --rangefs-prefetch none          # RangeFS with that --prefetch only",
             "```", "",
             "It installs fio, sox, rclone, httpdirfs, awscli, aria2, python3-mutagen and python3-matplotlib with apt (plus the "
             "project's own dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once "
-            "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), and rewrites this page and `benchmarks.png`. "
+            "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), runs each group on each link with RangeFS's "
+            "defaults beside the other tools and at once again with RangeFS alone and `--prefetch none`, and rewrites "
+            "this page and `benchmarks.png`. "
             "Raw figures: `bench/data/results.json`.", ""]
     page = DOCS / "benchmarks.md"
     out += [KEPT_MARKER, kept_sections(page)]
@@ -2760,7 +2764,8 @@ def main():
     parser.add_argument("--links", default="plain,slow")
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
     parser.add_argument("--rangefs-prefetch", choices=["all", "opened", "none"],
-                        help="mount RangeFS with this --prefetch in every row (default: each row's own, see the page)")
+                        help="mount RangeFS with this --prefetch in every row (default: each group with --prefetch all, "
+                        "beside the other tools, then at once alone with --prefetch none)")
     parser.add_argument("--s3-python", help="a python3 with boto3 and moto for the bucket rows "
                         "(default: the first python3 on PATH that has them)")
     parser.add_argument("--work", default=str(BENCH / "data" / "work"))
@@ -2824,32 +2829,33 @@ def main():
             "stream": lambda l: rows_streaming(ctx),
             "mirrors": lambda l: rows_mirrors(ctx),
         }
-        # RangeFS's defaults first (with the other tools), then, unless one policy was asked for,
-        # RangeFS alone with --prefetch none: what background work costs each row.
-        passes = [args.rangefs_prefetch] if args.rangefs_prefetch else ["all", "none"]
-        for number, policy in enumerate(passes):
-            ctx.policy, ctx.others = policy, number == 0 and not args.skip_others
-            measured = []
-            for group in GROUPS:
-                if group not in groups:
+        # Each group on each link with RangeFS's defaults first (with the other tools), then at once,
+        # unless one policy was asked for, the same group with RangeFS alone and --prefetch none: what
+        # background work costs each row, the two measured minutes apart on the same machine load.
+        policies = [args.rangefs_prefetch] if args.rangefs_prefetch else ["all", "none"]
+        for group in GROUPS:
+            if group not in groups:
+                continue
+            for link in links:
+                if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
                     continue
-                if group == "prefetch" and policy != "all":
-                    log(f"== prefetch: skipped with --prefetch {policy} (the row is about --prefetch all)")
-                    continue
-                for link in links:
-                    if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
+                for number, policy in enumerate(policies):
+                    if group == "prefetch" and policy != "all":
+                        log(f"== prefetch ({link}): skipped with --prefetch {policy} (the row is about --prefetch all)")
                         continue
+                    ctx.policy, ctx.others = policy, number == 0 and not args.skip_others
                     log(f"== {group} ({link}), RangeFS --prefetch {policy}")
                     try:
-                        measured += measure[group](link)
+                        measured = measure[group](link)
                     except Exception as error:      # a bench bug: the other groups' figures still count
                         log(traceback.format_exc())
                         ctx.notes.append(f"The {group} rows ({link}, --prefetch {policy}) failed: "
                                          f"{type(error).__name__}: {error}.")
-            if number == 0:
-                rows = measured
-            else:
-                merge_second_pass(rows, measured)
+                        continue
+                    if number == 0:
+                        rows += measured
+                    else:
+                        merge_none_policy(rows, measured)
     except (KeyboardInterrupt, Interrupted) as error:
         log(f"interrupted ({error}); cleaning up")
         ctx.cleanup()
