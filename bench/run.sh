@@ -10,9 +10,10 @@
 #        [--rangefs-prefetch all|opened|none]
 #        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
-# Every row runs twice, RangeFS with its defaults (beside the other tools) and then alone with
-# --prefetch none: about 100 minutes on 2 cores (15 of them the library rows, whose rclone and
-# httpdirfs scans fetch the whole library). Everything it mounts or starts is stopped on exit.
+# Every row runs twice, one group at a time: each group with RangeFS's defaults (beside the other
+# tools), then at once the same group with RangeFS alone and --prefetch none, so that the two are
+# measured minutes apart. About 100 minutes on 2 cores (15 of them the library rows, whose rclone
+# and httpdirfs scans fetch the whole library). Everything it mounts or starts is stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

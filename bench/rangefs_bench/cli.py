@@ -1,0 +1,175 @@
+"""The command line and the run: the groups and the links each runs on, the tools it needs, and
+main, which measures each group with RangeFS's defaults and then at once with --prefetch none."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+
+from .config import BENCH, DATA, DOCS, PLAIN_PORT, PROXY_PORT, SLOW_PORT
+from .process import Interrupted, log
+from .context import Context, clear_stale_mounts
+from .data import ensure_library, ensure_stream_file, ensure_web_tree, generate_data, write_manifests
+from .servers import rate_text, start_servers
+from .results import Row, merge_none_policy
+from .rows.reads import row_cold_sequential, row_parallel, row_rss_sparse, row_ttfb, rows_warm
+from .rows.fio import rows_fio
+from .rows.media import rows_media, rows_streaming
+from .rows.listing import rows_ls, rows_many, rows_web
+from .rows.prefetch import row_prefetch
+from .rows.library import rows_library
+from .rows.bucket import rows_bucket
+from .rows.mirrors import rows_mirrors
+from .report import machine_info, print_table, write_markdown
+from .chart import write_chart
+
+
+GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web",
+          "library", "bucket", "mirrors"]
+# "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not
+# front; "mirrors" its own three nginx.
+PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
+# A library's first scan is a question for the distant link.
+SLOW_ONLY = {"library"}
+
+
+def check_tools(ctx):
+    for system, tool in (("rangefs", ctx.rangefs), ("rclone", "rclone"), ("httpdirfs", "httpdirfs")):
+        found = shutil.which(tool) or (os.path.isfile(tool) and os.access(tool, os.X_OK))
+        ctx.available[system] = bool(found)
+        if not found:
+            ctx.available[system + "_why"] = f"{tool} is not installed"
+    if not os.path.exists("/dev/fuse"):
+        raise SystemExit("bench: /dev/fuse is missing; nothing can be mounted here")
+    for tool in ("fio", "ffprobe", "mpg123", "sox", "curl", "openssl", "/usr/sbin/nginx"):
+        if not shutil.which(tool):
+            raise SystemExit(f"bench: {tool} is missing (bench/run.sh installs it)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="RangeFS benchmark suite (use bench/run.sh)")
+    parser.add_argument("--rangefs", help="the rangefs binary")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rate", default="2m", help="per-connection rate of the slow link, paced by its proxy (nginx units: 2m, 96k)")
+    parser.add_argument("--rtt-ms", type=float, default=40.0, help="round trip added on the slow and stream links")
+    parser.add_argument("--stream-rate", default="96k", help="per-connection rate of the streaming link, paced by its proxy (about 4x 192 kb/s)")
+    parser.add_argument("--stream-seconds", type=float, default=60.0, help="seconds of audio clock the streaming row plays")
+    parser.add_argument("--fio-runtime", type=int, default=10)
+    parser.add_argument("--mirror-rate", default="20m", help="nginx limit_rate of each of the three mirrors (per connection)")
+    parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
+    parser.add_argument("--links", default="plain,slow")
+    parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
+    parser.add_argument("--rangefs-prefetch", choices=["all", "opened", "none"],
+                        help="mount RangeFS with this --prefetch in every row (default: each group with --prefetch all, "
+                        "beside the other tools, then at once alone with --prefetch none)")
+    parser.add_argument("--s3-python", help="a python3 with boto3 and moto for the bucket rows "
+                        "(default: the first python3 on PATH that has them)")
+    parser.add_argument("--work", default=str(BENCH / "data" / "work"))
+    parser.add_argument("--no-docs", action="store_true", help="print the table only")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite docs/benchmarks.md and .png from bench/data/results.json")
+    args = parser.parse_args()
+    if args.render_only:
+        saved = json.loads((DATA / "results.json").read_text())
+        rows = [Row.from_json(r) for r in saved["rows"]]
+        ctx = Context(argparse.Namespace(**saved["args"]))
+        ctx.notes = saved["notes"]
+        print_table(rows)
+        write_markdown(ctx, rows, saved["machine"], saved["elapsed_s"])
+        write_chart(rows, DOCS / "benchmarks.png")
+        return
+    if not args.rangefs:
+        parser.error("--rangefs is required")
+    groups = [g.strip() for g in args.only.split(",") if g.strip()]
+    links = [l.strip() for l in args.links.split(",") if l.strip()]
+    for g in groups:
+        if g not in GROUPS:
+            raise SystemExit(f"bench: unknown group {g!r}; groups: {', '.join(GROUPS)}")
+
+    ctx = Context(args)
+
+    def on_signal(signum, frame):
+        raise Interrupted(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    started = time.perf_counter()
+    rows = []
+    try:
+        check_tools(ctx)
+        clear_stale_mounts(ctx.work)
+        for sub in ("mnt", "cache"):
+            shutil.rmtree(ctx.work / sub, ignore_errors=True)
+        ctx.files = ensure_stream_file(generate_data())
+        ensure_web_tree()
+        if "library" in groups:
+            ensure_library()
+        write_manifests(ctx)
+        start_servers(ctx)
+        log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT}; "
+            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {rate_text(args.rate)} per connection)")
+        measure = {
+            "cold": lambda l: row_cold_sequential(ctx, l),
+            "warm": lambda l: rows_warm(ctx),
+            "ttfb": lambda l: row_ttfb(ctx, l),
+            "fio": lambda l: rows_fio(ctx),
+            "media": lambda l: rows_media(ctx, l),
+            "ls": lambda l: rows_ls(ctx, l),
+            "parallel": lambda l: row_parallel(ctx, l),
+            "prefetch": lambda l: row_prefetch(ctx, l),
+            "rss": lambda l: row_rss_sparse(ctx),
+            "many": lambda l: rows_many(ctx),
+            "web": lambda l: rows_web(ctx, l),
+            "library": lambda l: rows_library(ctx, l),
+            "bucket": lambda l: rows_bucket(ctx),
+            "stream": lambda l: rows_streaming(ctx),
+            "mirrors": lambda l: rows_mirrors(ctx),
+        }
+        # Each group on each link with RangeFS's defaults first (with the other tools), then at once,
+        # unless one policy was asked for, the same group with RangeFS alone and --prefetch none: what
+        # background work costs each row, the two measured minutes apart on the same machine load.
+        policies = [args.rangefs_prefetch] if args.rangefs_prefetch else ["all", "none"]
+        for group in GROUPS:
+            if group not in groups:
+                continue
+            for link in links:
+                if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
+                    continue
+                for number, policy in enumerate(policies):
+                    if group == "prefetch" and policy != "all":
+                        log(f"== prefetch ({link}): skipped with --prefetch {policy} (the row is about --prefetch all)")
+                        continue
+                    ctx.policy, ctx.others = policy, number == 0 and not args.skip_others
+                    log(f"== {group} ({link}), RangeFS --prefetch {policy}")
+                    try:
+                        measured = measure[group](link)
+                    except Exception as error:      # a bench bug: the other groups' figures still count
+                        log(traceback.format_exc())
+                        ctx.notes.append(f"The {group} rows ({link}, --prefetch {policy}) failed: "
+                                         f"{type(error).__name__}: {error}.")
+                        continue
+                    if number == 0:
+                        rows += measured
+                    else:
+                        merge_none_policy(rows, measured)
+    except (KeyboardInterrupt, Interrupted) as error:
+        log(f"interrupted ({error}); cleaning up")
+        ctx.cleanup()
+        sys.exit(130)
+    finally:
+        ctx.cleanup()
+    elapsed = time.perf_counter() - started
+    print_table(rows)
+    info = machine_info(ctx)
+    results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes,
+               "rows": [r.to_json() for r in rows]}
+    (DATA / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    if not args.no_docs:
+        DOCS.mkdir(exist_ok=True)
+        write_markdown(ctx, rows, info, elapsed)
+        write_chart(rows, DOCS / "benchmarks.png")
+        log("wrote docs/benchmarks.md and docs/benchmarks.png")
+    log(f"done in {elapsed / 60:.1f} min")

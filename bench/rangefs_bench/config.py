@@ -1,0 +1,50 @@
+"""Where the benchmark keeps its data and documents, the ports of its servers, and the files
+and sizes each group reads: the constants every other module shares."""
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+BENCH = ROOT / "bench"
+DATA = BENCH / "data"
+WWW = DATA / "www"
+DOCS = ROOT / "docs"
+MiB = 1 << 20
+DATA_VERSION = "v1"
+
+PLAIN_PORT, SLOW_PORT, PROXY_PORT = 18480, 18481, 18482
+# The streaming link: nginx limited to about 4x the stream's bitrate, behind its own latency proxy.
+STREAM_PORT, STREAM_PROXY_PORT = 18483, 18484
+SYSTEMS = ("rangefs", "rclone", "httpdirfs")
+
+BIG = "big/big512.bin"          # cold/warm sequential on the plain port, TTFB
+MID = "big/big64.bin"           # fio random reads
+SLOW_SEQ = "big/big16.bin"      # cold sequential on the slow link
+PAR = {"plain": [f"par/p{i}.bin" for i in range(1, 5)], "slow": [f"parslow/s{i}.bin" for i in range(1, 5)]}
+SONG, CLIP, WAV, FLAC = "media/song.mp3", "media/clip.mp3", "media/tone.wav", "media/noise.flac"
+SPARSE = "sparse/zero4g.bin"
+STREAM = "stream/song192.mp3"   # 10 min at 192 kb/s, made on first use (outside DATA_VERSION)
+STREAM_BYTES_PER_SECOND = 24_000
+TTFB_OFFSET = 400 * MiB
+SEEK_FRAMES = 11484             # 300 s of MPEG-1 layer III frames at 44.1 kHz (38.28 per second)
+MANY_FLAT, MANY_DIRS, MANY_PER_DIR = 20_000, 800, 100   # 100,000 entries
+WEB_WIDE, WEB_DIRS, WEB_PER_DIR = 1_000, 100, 100     # web/wide: one directory; web/tree: 10,000 files
+# The library rows: a music library of tagged MP3s with cover pictures, made on first use (outside
+# DATA_VERSION; a new LIBRARY_VERSION makes it again): artists x albums x tracks, each track one of
+# the encoded bodies (seconds, kb/s) muxed with its own tags.
+LIBRARY, LIBRARY_VERSION = "library", "v1"
+LIBRARY_ARTISTS = ("Aurora Lane", "The Bench Ensemble", "Kiln and Harbour", "Marta Okafor Trio", "Northbound Static")
+LIBRARY_ALBUMS, LIBRARY_TRACKS = 2, 10          # 100 MP3s
+LIBRARY_BODIES = ((130, 128), (165, 160), (200, 192), (215, 128), (180, 160), (240, 128))   # 2-5 MB each
+LIBRARY_SCAN_TIMEOUT = 600      # s for one scan of the whole library
+# rclone and httpdirfs fetch every file whole during a scan (about 2.5 min over the slow link):
+# one run each, not --repeats, and a shorter limit.
+LIBRARY_OTHERS_TIMEOUT = 300
+# The bucket rows: moto's S3 server on loopback, its bucket holding web/wide's files under wide/
+# and one 256 MiB object (made on first use, outside DATA_VERSION).
+S3_PORT = 18485
+BUCKET, BUCKET_WIDE, BUCKET_BIG, BUCKET_BIG_SIZE = "bench", "wide", "big/big256.bin", 256 * MiB
+# The mirror rows: one file served by three nginx, one per port, each limited per connection.
+MIRROR_PORTS = (18490, 18491, 18492)
+MIRROR_ROOT = DATA / "mirrors"
+MIRROR_FILE, MIRROR_SIZE, MIRROR_PIECE = "big256.bin", 256 * MiB, 4 * MiB
+MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 13 s

@@ -1,0 +1,125 @@
+"""What a run measures: Row (one line of the table, a value per system, its baseline and target),
+the merge of the --prefetch none figures beside the defaults', number formatting, and
+measure_cell, which turns a failed measurement into "n/a: reason"."""
+from .process import BenchError, log
+
+
+# The RangeFS figures of a group's run with --prefetch none go beside those of its run with the
+# defaults (all).
+NONE_KEY = "rangefs-none"
+# Rows whose figure is what a program waits for; "within 5 % of --prefetch none" is asked of these.
+FOREGROUND_UNITS = ("s", "ms", "MB/s", "IOPS")
+BACKGROUND_COST_LIMIT = 0.05
+
+# Tools measured in some rows only (aria2c: the mirror rows); their column shows when a row has them.
+OPTIONAL_TOOLS = ("aria2c",)
+OTHER_TOOLS = ("rclone", "httpdirfs") + OPTIONAL_TOOLS
+
+
+class Row:
+    def __init__(self, rid, label, unit, better, baseline_label, link="plain", target=None,
+                 target_text="", note=""):
+        self.rid, self.label, self.unit, self.better = rid, label, unit, better
+        self.baseline_label, self.link = baseline_label, link
+        self.target, self.target_text, self.note = target, target_text, note
+        self.base_note = note     # what the row measures; a run appends what it saw
+        self.values = {}      # "baseline"/system ("rangefs-none": the run with --prefetch none) -> float or "n/a: reason"
+
+    def ratio(self):
+        r, b = self.values.get("rangefs"), self.values.get("baseline")
+        if isinstance(r, (int, float)) and isinstance(b, (int, float)) and b > 0:
+            return r / b
+        return None
+
+    def met(self):
+        ratio = self.ratio()
+        if self.target is None:
+            return None
+        kind, limit = self.target
+        value = self.values.get("rangefs")
+        if kind == "ratio>=":
+            return None if ratio is None else ratio >= limit
+        if kind == "ratio<=":
+            return None if ratio is None else ratio <= limit
+        if kind == "abs<=":
+            return None if not isinstance(value, (int, float)) else value <= limit
+        return None
+
+    def background_cost(self):
+        """How much worse RangeFS's defaults (--prefetch all) did than --prefetch none, as a fraction
+        of the latter (negative: better), for rows that time or rate what a program waits for."""
+        a, b = self.values.get("rangefs"), self.values.get(NONE_KEY)
+        if self.unit not in FOREGROUND_UNITS or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return None
+        if a <= 0 or b <= 0 or self.unit == "ms" and max(a, b) < 1:
+            return None     # under a millisecond (the streaming row's worst read) the difference is noise
+        return a / b - 1 if self.better == "lower" else b / a - 1
+
+    def ahead(self):
+        r = self.values.get("rangefs")
+        if not isinstance(r, (int, float)):
+            return None
+        others = [self.values.get(s) for s in OTHER_TOOLS]
+        others = [o for o in others if isinstance(o, (int, float))]
+        if not others:
+            return None
+        return all(r >= o for o in others) if self.better == "higher" else all(r <= o for o in others)
+
+    def to_json(self):
+        return {"id": self.rid, "label": self.label, "unit": self.unit, "better": self.better,
+                "link": self.link, "baseline": self.baseline_label, "target": self.target_text,
+                "values": self.values, "ratio": self.ratio(), "met": self.met(), "ahead": self.ahead(),
+                "note": self.note, "rule": self.target}
+
+    @classmethod
+    def from_json(cls, d):
+        row = cls(d["id"], d["label"], d["unit"], d["better"], d["baseline"], d["link"],
+                  tuple(d["rule"]) if d.get("rule") else None, d["target"], d["note"])
+        row.values = d["values"]
+        return row
+
+
+def merge_none_policy(rows, second):
+    """Puts the RangeFS figure of each row that a group's run with --prefetch none measured beside
+    the defaults' figure of the same row, and what that run noted about RangeFS in the row's note."""
+    by_id = {row.rid: row for row in second}
+    for row in rows:
+        other = by_id.get(row.rid)
+        if other is None or "rangefs" not in other.values:
+            continue
+        row.values[NONE_KEY] = other.values["rangefs"]
+        seen = other.note[len(other.base_note):].strip() if other.note.startswith(other.base_note) else other.note
+        if seen:
+            row.note += f" With --prefetch none: {seen}"
+
+
+def fmt(value, unit=""):
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "—"
+    a = abs(value)
+    if a >= 100:
+        text = f"{value:,.0f}"
+    elif a >= 10:
+        text = f"{value:.1f}"
+    elif a >= 1:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3g}"
+    return text
+
+
+def measure_cell(row, key, fn):
+    """Runs one cell's measurement; a failure becomes "n/a: reason" and the run goes on."""
+    try:
+        row.values[key] = fn()
+        log(f"  {row.rid} [{key}] = {fmt(row.values[key])} {row.unit}")
+    except BenchError as error:
+        row.values[key] = f"n/a: {error}"
+        log(f"  {row.rid} [{key}] n/a: {error}")
+
+
+def na_others(row, reason):
+    for system in ("rclone", "httpdirfs"):
+        row.values[system] = f"n/a: {reason}"

@@ -1,0 +1,245 @@
+"""The HTTP servers on loopback: nginx with its plain, slow and stream ports and their latency
+proxies, the three mirrors' nginx, the list of server pids run.sh stops, and LogMark, which
+counts what nginx sent from its access log."""
+import os
+import subprocess
+import sys
+import time
+
+from .config import (
+    BENCH, MIRROR_PORTS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, STREAM_PORT, STREAM_PROXY_PORT, WWW
+)
+from .process import BenchError
+
+
+def port_open(port):
+    import socket
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_port(port, proc, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        if proc.poll() is not None:
+            raise BenchError(f"{what} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise BenchError(f"{what} did not listen on {port}")
+
+
+def start_servers(ctx):
+    for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT, STREAM_PORT, STREAM_PROXY_PORT):
+        if port_open(port):
+            raise BenchError(f"something already listens on 127.0.0.1:{port}")
+    ngx = ctx.work / "nginx"
+    (ngx / "tmp").mkdir(parents=True, exist_ok=True)
+    user = "user root;" if os.getuid() == 0 else ""
+    server = """
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        autoindex on;
+        {extra}
+        access_log {log} bench;
+    }}"""
+    conf = f"""daemon off;
+worker_processes 1;
+{user}
+pid {ngx}/nginx.pid;
+error_log {ngx}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    client_body_temp_path {ngx}/tmp/body;
+    proxy_temp_path {ngx}/tmp/proxy;
+    fastcgi_temp_path {ngx}/tmp/fastcgi;
+    uwsgi_temp_path {ngx}/tmp/uwsgi;
+    scgi_temp_path {ngx}/tmp/scgi;
+{server.format(port=PLAIN_PORT, root=WWW, extra="", log=ctx.logs["plain"])}
+{server.format(port=SLOW_PORT, root=WWW, extra="", log=ctx.logs["slow"])}
+{server.format(port=STREAM_PORT, root=WWW, extra="", log=ctx.logs["stream"])}
+}}
+"""
+    (ngx / "nginx.conf").write_text(conf)
+    nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", str(ngx / "nginx.conf"), "-p", str(ngx) + "/",
+                              "-e", str(ngx / "error.log")], start_new_session=True,
+                             stdin=subprocess.DEVNULL)
+    ctx.servers.append(nginx)
+    wait_port(PLAIN_PORT, nginx, "nginx")
+    wait_port(SLOW_PORT, nginx, "nginx")
+    wait_port(STREAM_PORT, nginx, "nginx")
+    # The proxies limit each connection (nginx's limit_rate would let every request's first
+    # second through at once, which short requests on one connection turn into far more).
+    for listen, upstream, rate in ((PROXY_PORT, SLOW_PORT, ctx.args.rate),
+                                   (STREAM_PROXY_PORT, STREAM_PORT, ctx.args.stream_rate)):
+        proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
+                                  "--listen", f"127.0.0.1:{listen}", "--upstream", f"127.0.0.1:{upstream}",
+                                  "--rtt-ms", str(ctx.args.rtt_ms), "--rate", str(rate_bytes(rate))],
+                                 start_new_session=True,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        ctx.servers.append(proxy)
+        wait_port(listen, proxy, "latency proxy")
+    write_server_pids(ctx)
+
+
+def rate_bytes(text):
+    """Bytes per second of a rate written as nginx writes it: 96k, 2m, 500000."""
+    units = {"k": 1024, "m": 1024 * 1024}
+    text = str(text).strip().lower()
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def rate_text(text):
+    """A rate written as nginx writes it, for people: 2m -> 2 MiB/s, 96k -> 96 KiB/s."""
+    text = str(text).strip().lower()
+    names = {"k": "KiB/s", "m": "MiB/s"}
+    return f"{text[:-1]} {names[text[-1]]}" if text and text[-1] in names else f"{text} B/s"
+
+
+class LogMark:
+    """Bytes nginx sent for one URI path after this mark (read amplification)."""
+
+    def __init__(self, ctx, link):
+        self.path = ctx.logs[link]
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+
+    def requests(self):
+        """Requests nginx logged after this mark."""
+        time.sleep(0.5)   # nginx logs a request when it ends
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            return len(f.read().splitlines())
+
+    def bytes_sent(self, uri_path):
+        time.sleep(0.5)   # nginx logs a request when it ends; connections have just closed
+        total = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) >= 4 and parts[1] == "/" + uri_path:
+                    total += int(parts[3])
+        return total
+
+    @staticmethod
+    def settle(ctx, link, quiet=1.0, timeout=20):
+        """Waits until the link's log has not grown for `quiet` seconds: a request that a client
+        dropped is logged only when nginx next tries to send on it."""
+        path = ctx.logs[link]
+        deadline = time.monotonic() + timeout
+        size, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = path.stat().st_size if path.exists() else 0
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.1)
+
+    def traffic(self, ctx, link, prefix):
+        """Bytes nginx sent for the URI paths under `prefix` after this mark, and the number of
+        those requests, once the log has settled."""
+        LogMark.settle(ctx, link)
+        total = count = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) >= 4 and parts[1].startswith("/" + prefix):
+                    total += int(parts[3])
+                    count += 1
+        return total, count
+
+
+class MirrorServer:
+    """One mirror: its own nginx on its own port, so that it can be stopped alone (a mirror that
+    goes away mid-read) and its access log counts what it served."""
+
+    def __init__(self, ctx, index, root):
+        self.ctx, self.index, self.port = ctx, index, MIRROR_PORTS[index]
+        self.dir = ctx.work / "mirrors" / f"m{index + 1}"
+        self.log = self.dir / "access.log"
+        self.proc = None
+        (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
+        user = "user root;" if os.getuid() == 0 else ""
+        (self.dir / "nginx.conf").write_text(f"""daemon off;
+worker_processes 1;
+{user}
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    client_body_temp_path {self.dir}/tmp/body;
+    proxy_temp_path {self.dir}/tmp/proxy;
+    fastcgi_temp_path {self.dir}/tmp/fastcgi;
+    uwsgi_temp_path {self.dir}/tmp/uwsgi;
+    scgi_temp_path {self.dir}/tmp/scgi;
+    server {{
+        listen 127.0.0.1:{self.port};
+        root {root};
+        limit_rate {ctx.args.mirror_rate};
+        access_log {self.log} bench;
+    }}
+}}
+""")
+
+    @property
+    def name(self):
+        return f"mirror {self.index + 1}"
+
+    def url(self, rel):
+        return f"http://127.0.0.1:{self.port}/{rel}"
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self):
+        if port_open(self.port):
+            raise BenchError(f"something already listens on 127.0.0.1:{self.port}")
+        self.proc = subprocess.Popen(["/usr/sbin/nginx", "-c", str(self.dir / "nginx.conf"), "-p", str(self.dir) + "/",
+                                      "-e", str(self.dir / "error.log")], start_new_session=True,
+                                     stdin=subprocess.DEVNULL)
+        self.ctx.servers.append(self.proc)
+        write_server_pids(self.ctx)
+        wait_port(self.port, self.proc, f"nginx of {self.name}")
+
+    def stop(self):
+        """SIGTERM is nginx's fast shutdown: open connections are closed at once, new ones refused."""
+        if self.running():
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc in self.ctx.servers:
+            self.ctx.servers.remove(self.proc)
+            write_server_pids(self.ctx)
+
+    def established(self):
+        """Client connections this mirror holds now (server side of /proc/net/tcp, ESTABLISHED)."""
+        port = f":{self.port:04X}"
+        with open("/proc/net/tcp") as f:
+            return sum(1 for line in f.readlines()[1:]
+                       if line.split()[1].endswith(port) and line.split()[3] == "01")
+
+
+def write_server_pids(ctx):
+    """run.sh stops what this file lists if bench.py itself is killed."""
+    (ctx.work / "servers.pid").write_text("".join(f"{p.pid}\n" for p in ctx.servers))
