@@ -190,4 +190,46 @@ struct EngineHeadsTests {
         let others = engine.server.requests.filter { $0.path != "/f02.mp3" }
         #expect(others.isEmpty, "\(others)")
     }
+
+    /// `find` or `ls -R` opens no file: heads fetched meanwhile would only take CPU and
+    /// connections from the walk, so background work waits until the walk stops.
+    @Test func aWalkThatOpensNoFileHoldsHeadsStillUntilItStops() throws {
+        let mount = try Self.walkedCollection()
+        defer { mount.close() }
+        let engine = mount.engine
+        #expect(try mount.lookup("f00.bin").value != nil)
+        engine.prefetcher.start()
+        // Nothing to wait for: during the walk's quiet, no head may be asked for (sizes may:
+        // the manifest states none, and the walk's own look-ups need them).
+        let walkStarted = ContinuousClock.now
+        #expect(!FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.contains { $0.method == "GET" } },
+                "a head was fetched during the walk: \(engine.server.requests)")
+        #expect(ContinuousClock.now - walkStarted < .seconds(1), "the check ran inside the quiet")
+        #expect(FilesystemHarness.eventually(timeout: 10) { engine.server.requests.contains { $0.method == "GET" } },
+                "heads are fetched once the walk stopped")
+    }
+
+    /// A scanner opens the files it walks to: the lookups of the next ones hold nothing, and
+    /// the heads go on being fetched ahead of it.
+    @Test func aScanThatOpensFilesHoldsNoHeads() throws {
+        let mount = try Self.walkedCollection()
+        defer { mount.close() }
+        let engine = mount.engine
+        let opened = try #require(try mount.open(mount.inode("f00.bin")).value)
+        defer { _ = mount.filesystem.release(handle: opened.handle) }
+        #expect(try mount.lookup("f01.bin").value != nil)
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.contains { $0.method == "GET" } },
+                "background work goes on beside a scan")
+    }
+
+    /// Eight 1 MiB files at 2 MiB/s per connection, heads first, a walk's quiet of a second.
+    static func walkedCollection() throws -> FilesystemHarness {
+        let files = collection(8, size: MiB)
+        var policy = FetchEngineHarness.quickPolicy
+        policy.walkQuiet = .seconds(1)
+        let engine = try FetchEngineHarness(files: files, policy: policy, prefetch: configuration(.all))
+        for name in files.keys { engine.server.configure(name, PathOptions(bytesPerSecond: 2 << 20)) }
+        return try FilesystemHarness(engine: engine)
+    }
 }

@@ -17,8 +17,13 @@ final class FilesystemHarness {
 
     /// Publishes `files` (name → bytes) and mounts a manifest with one entry per `paths`
     /// element (path in the mount → published name).
-    init(files: [String: [UInt8]], paths: [(path: String, name: String)], ownership: FileOwnership = FileOwnership()) throws {
-        engine = try FetchEngineHarness(files: files, paths: paths)
+    convenience init(files: [String: [UInt8]], paths: [(path: String, name: String)], ownership: FileOwnership = FileOwnership()) throws {
+        try self.init(engine: try FetchEngineHarness(files: files, paths: paths), ownership: ownership)
+    }
+
+    /// The façade over `engine`'s catalog, which it then owns.
+    init(engine: FetchEngineHarness, ownership: FileOwnership = FileOwnership()) throws {
+        self.engine = engine
         let manifest = engine.catalog.manifest
         tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices))
         var logger = Logger(label: "rangefs-test")

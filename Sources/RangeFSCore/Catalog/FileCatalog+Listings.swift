@@ -1,3 +1,4 @@
+import Dispatch
 /// Finding sizes ahead of the look-ups that need them. Listing a directory is usually followed
 /// by a look-up of every name in it (`ls -l`), and a probe for each in turn would cost a round
 /// trip per name.
@@ -12,14 +13,26 @@ extension FileCatalog {
     /// A directory is opened for listing. A small one has the sizes of all its files found at
     /// once; a large one (thousands of names) costs no request, so listing its names stays cheap.
     public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree) {
+        treeWalked()
         let children = tree.namespace.children(of: directory)
         guard children.count <= Self.eagerListingLimit else { return }
         discoverSizes(ofEntries: children.compactMap(tree.catalogIndex(of:)))
     }
 
+    /// A program walks the tree. While it opens no file (`find`, `ls -R`, rsync's listing, a
+    /// file manager), background work stands still, heads and tails too: the walk's listings
+    /// and lookups go first. A scanner opens the files it walks to, and their heads are
+    /// fetched ahead of it as before.
+    private func treeWalked() {
+        let sinceOpen = DispatchTime.now().uptimeNanoseconds &- lastFileOpen.load(ordering: .relaxed)
+        guard Duration.nanoseconds(sinceOpen) > environment.policy.scanOpensWithin else { return }
+        environment.client.quietBackground(for: environment.policy.walkQuiet, headsToo: true)
+    }
+
     /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory
     /// too large to probe when opened: the sizes of the next names are found while this one is.
     public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree) {
+        treeWalked()
         guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil,
               statedAttributes(ofEntry: index) == nil else { return }
         let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)

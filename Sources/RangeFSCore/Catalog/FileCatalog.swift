@@ -37,6 +37,9 @@ public final class FileCatalog: Sendable {
     /// Servers found to ignore ranges (`scheme://host:port`), remembered across mounts.
     private let rangeIgnoringServers: Mutex<Set<String>>
     private let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// When a file was last opened (`DispatchTime` uptime, ns): a walk that opens files is a
+    /// scan, whose heads background work fetches ahead (`treeWalked`).
+    let lastFileOpen = Atomic<UInt64>(0)
     private let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
 
     /// Which files readers use, so background work can serve them first.
@@ -98,7 +101,10 @@ public final class FileCatalog: Sendable {
                     eviction.fileClosed()
                 }
                 activityHandler.withLock { $0 }?()
-                if file.isComplete { environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen) }
+                lastFileOpen.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+                if file.isComplete {
+                    environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen, headsToo: false)
+                }
                 return handle
             })
         }

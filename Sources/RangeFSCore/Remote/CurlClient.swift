@@ -71,8 +71,8 @@ public final class CurlClient: RemoteClient {
         inbox.setBackgroundPaused(paused)
     }
 
-    public func quietBackground(for duration: Duration) {
-        inbox.quietBackground(for: duration)
+    public func quietBackground(for duration: Duration, headsToo: Bool) {
+        inbox.quietBackground(for: duration, headsToo: headsToo)
     }
 
     /// Returns once the loop thread has ended and every transfer has completed.
@@ -177,9 +177,8 @@ final class CurlInbox: Sendable {
         multi.wakeup()
     }
 
-    func quietBackground(for duration: Duration) {
-        let nanoseconds = UInt64(max(0, duration.timeInterval) * 1_000_000_000)
-        gate.quiet(until: DispatchTime.now().uptimeNanoseconds + nanoseconds)
+    func quietBackground(for duration: Duration, headsToo: Bool) {
+        (headsToo ? gate.headsQuiet : gate.quiet).extend(by: duration)
         multi.wakeup()
     }
 
@@ -198,57 +197,6 @@ final class CurlInbox: Sendable {
             return (state.specs, state.stopping, state.backgroundPaused)
         }
     }
-}
-
-/// Whether background transfers must stand still right now: a reader waits on the network
-/// (a foreground transfer handed in or running), a reader was just handed a complete file
-/// (`quiet`), or background work is paused. Background transfers check it in their write
-/// callback, so they stop within one buffer even while the loop is inside a long
-/// `curl_multi_perform`, instead of draining whole chunks first.
-final class BackgroundGate: Sendable {
-    private let foregroundWaiting = Atomic<Bool>(false)
-    private let foregroundRunning = Atomic<Bool>(false)
-    private let paused = Atomic<Bool>(false)
-    /// Until when (`DispatchTime` uptime, ns) background work stands still though no reader waits.
-    private let quietUntil = Atomic<UInt64>(0)
-
-    var holdsBackground: Bool {
-        foregroundPresent || paused.load(ordering: .acquiring)
-    }
-
-    /// The loop starts no queued background transfer while this holds.
-    var foregroundPresent: Bool {
-        foregroundWaiting.load(ordering: .acquiring) || foregroundRunning.load(ordering: .acquiring)
-            || quietTimeLeft > 0
-    }
-
-    /// Nanoseconds until the quiet ends (0: not quiet).
-    var quietTimeLeft: UInt64 {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let until = quietUntil.load(ordering: .acquiring)
-        return until > now ? until - now : 0
-    }
-
-    /// Keeps background work still until at least `deadline` (uptime ns); a later quiet that
-    /// is already set stays.
-    func quiet(until deadline: UInt64) {
-        var current = quietUntil.load(ordering: .acquiring)
-        while current < deadline {
-            let (exchanged, found) = quietUntil.compareExchange(expected: current, desired: deadline, ordering: .acquiringAndReleasing)
-            if exchanged { break }
-            current = found
-        }
-    }
-
-    /// Background work is paused (`rangefs pause`): all of it stands still, heads and tails too.
-    var isPaused: Bool {
-        paused.load(ordering: .acquiring)
-    }
-
-    func foregroundArrived() { foregroundWaiting.store(true, ordering: .releasing) }
-    func foregroundTaken() { foregroundWaiting.store(false, ordering: .releasing) }
-    func setForegroundRunning(_ running: Bool) { foregroundRunning.store(running, ordering: .releasing) }
-    func setPaused(_ value: Bool) { paused.store(value, ordering: .releasing) }
 }
 
 extension TransferSpec {

@@ -37,9 +37,8 @@ final class CurlMultiLoop {
             schedule(paused: backgroundPaused)
             var ready: Int32 = 0
             // A quiet (`BackgroundGate.quiet`) lets background work go on when it ends.
-            let quietLeft = Int32(min(inbox.gate.quietTimeLeft / 1_000_000 + 1, 1000))
-            let timeout = handingOver ? 1 : undecided ? 20 : inbox.gate.quietTimeLeft > 0 ? quietLeft : 1000
-            curl_multi_poll(multi.raw, nil, 0, timeout, &ready)
+            let quietLeft = inbox.gate.quietTimeLeft.map { Int32(min($0.timeInterval * 1000 + 1, 1000)) } ?? 1000
+            curl_multi_poll(multi.raw, nil, 0, handingOver ? 1 : undecided ? 20 : quietLeft, &ready)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi.raw, easy)
@@ -72,7 +71,7 @@ final class CurlMultiLoop {
         for spec in waitingBackground {
             if !spec.isBackground {
                 startForeground(spec)
-            } else if !paused, !(inbox.gate.foregroundPresent && spec.isHeldWhileReadersWait),
+            } else if !paused, !inbox.gate.holdsHeads, !(inbox.gate.foregroundPresent && spec.isHeldWhileReadersWait),
                       running < configuration.backgroundConnectionLimit,
                       connections(to: spec.server) < configuration.backgroundConnectionLimit {
                 start(spec)
@@ -205,13 +204,14 @@ final class CurlMultiLoop {
     /// holds them while background work is paused. libcurl does not count a paused transfer
     /// as stalled. Background transfers also pause themselves from their write callback when
     /// the gate closes (`CurlTransfer.receive`); this lets them go again. Heads and tails
-    /// (`backgroundAhead`) stand still only while background work is paused.
+    /// (`backgroundAhead`) stand still only while background work is paused or a program walks
+    /// the tree without opening files (`BackgroundGate.headsQuiet`).
     private func holdBackground(paused: Bool, readerWaits: Bool) {
         for (easy, transfer) in active {
             // A transfer raised to the foreground while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let held = paused ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
+            let held = paused || inbox.gate.holdsHeads ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
             let hold = held && !transfer.isNeverHeld
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }

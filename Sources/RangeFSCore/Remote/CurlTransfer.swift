@@ -182,7 +182,7 @@ final class CurlTransfer {
         case .range(let request, _, _):
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
-            let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.isPaused
+            let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.holdsHeads
             if !isResuming, held, !isNeverHeld {
                 isPaused = true
                 return .pause

@@ -216,10 +216,10 @@ public protocol RemoteClient: Sendable {
                        completion: @escaping @Sendable (Result<DocumentReply, RemoteError>) -> Void)
     /// Holds every background transfer where it is (running ones too) until resumed.
     func setBackgroundPaused(_ paused: Bool)
-    /// Holds background work as a waiting reader does (heads and tails go on) for `duration`:
-    /// a program was handed a complete file, which the kernel reads from the cache disk
-    /// without the client seeing it.
-    func quietBackground(for duration: Duration)
+    /// Holds background work as a waiting reader does for at least `duration`: a program was
+    /// handed a complete file, which the kernel reads from the cache disk without the client
+    /// seeing it. `headsToo` holds heads and tails as well (a walk of the tree reads none).
+    func quietBackground(for duration: Duration, headsToo: Bool)
     /// Stops every transfer (each completes with `.cancelled`) and the client's thread.
     func shutdown()
 }
