@@ -191,13 +191,16 @@ struct EngineHeadsTests {
         #expect(others.isEmpty, "\(others)")
     }
 
-    /// `find` or `ls -R` opens no file: heads fetched meanwhile would only take CPU and
-    /// connections from the walk, so background work waits until the walk stops.
-    @Test func aWalkThatOpensNoFileHoldsHeadsStillUntilItStops() throws {
+    /// `find` or `ls -R` of a near server (here a manifest's tree: no listing to wait for) is
+    /// bound by the CPU and opens no file: heads fetched meanwhile would only take CPU from the
+    /// walk, so background work waits until the walk stops.
+    @Test func aWalkOfANearServerHoldsHeadsStillUntilItStops() throws {
         let mount = try Self.walkedCollection()
         defer { mount.close() }
         let engine = mount.engine
-        #expect(try mount.lookup("f00.bin").value != nil)
+        for step in 0..<8 {
+            #expect(try mount.lookup(String(format: "f%02d.bin", step)).value != nil)
+        }
         engine.prefetcher.start()
         // Nothing to wait for: during the walk's quiet, no head may be asked for (sizes may:
         // the manifest states none, and the walk's own look-ups need them).
@@ -207,6 +210,28 @@ struct EngineHeadsTests {
         #expect(ContinuousClock.now - walkStarted < .seconds(1), "the check ran inside the quiet")
         #expect(FilesystemHarness.eventually(timeout: 10) { engine.server.requests.contains { $0.method == "GET" } },
                 "heads are fetched once the walk stopped")
+    }
+
+    /// A walk that waits on a distant server's listings leaves the CPU idle: heads go on beside
+    /// it, for the scan that usually follows.
+    @Test func aWalkThatWaitsOnListingsHoldsNoHeads() throws {
+        let files = Self.collection(4, size: MiB)
+        var policy = FetchEngineHarness.quickPolicy
+        policy.walkQuiet = .seconds(1)
+        let engine = try FetchEngineHarness(files: files, entries: [], policy: policy, prefetch: Self.configuration(.all),
+                                            statedSizesAreExact: true)
+        for name in files.keys { engine.server.configure(name, PathOptions(bytesPerSecond: 2 << 20)) }
+        let listing = ListedMountTests.TableLister([engine.server.url("top/").absoluteString: .success(files.keys.sorted().map {
+            WebListingEntry(name: $0, url: engine.server.url($0), isDirectory: false, size: MiB)
+        })], delay: 0.05)
+        let mount = try ListedMountTests.ListedHarness(engine: engine, lister: listing, settings: ListedDirectories.Settings())
+        for name in files.keys.sorted() {
+            #expect(try mount.lookup(name).value != nil)
+        }
+        engine.prefetcher.start()
+        engine.prefetcher.manifestChanged()     // as a mount does when a listing grew its tree
+        #expect(FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.contains { $0.method == "GET" } },
+                "background work goes on beside a walk that waits on its listings")
     }
 
     /// A scanner opens the files it walks to: the lookups of the next ones hold nothing, and

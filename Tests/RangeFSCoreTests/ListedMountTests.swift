@@ -94,6 +94,16 @@ struct ListedMountTests {
             try FilesystemHarness.wait { filesystem.lookup(parent: parent, name: name, completion: $0) }
         }
 
+        /// Opens `inode`, reads `size` bytes from its start and closes it again.
+        func read(_ inode: InodeNumber, size: Int) throws -> [UInt8] {
+            let opened = try FilesystemHarness.wait { filesystem.open(inode, flags: O_RDONLY, completion: $0) }.get()
+            defer { _ = filesystem.release(handle: opened.handle) }
+            let ready = try FilesystemHarness.wait {
+                filesystem.read(handle: opened.handle, offset: 0, size: size, completion: $0)
+            }.get()
+            return try ready.file.read(count: ready.range.count, at: ready.range.lowerBound)
+        }
+
         func names(of directory: InodeNumber) throws -> [String] {
             _ = try FilesystemHarness.wait { filesystem.openDirectory(directory, completion: $0) }.get()
             return try filesystem.listDirectory(directory).get().map(\.name).filter { $0 != "." && $0 != ".." }
@@ -130,12 +140,7 @@ struct ListedMountTests {
         #expect(song.size == UInt64(Self.song.count))
         #expect(mount.lister.askedURLs.count == 3)
 
-        let opened = try FilesystemHarness.wait { mount.filesystem.open(song.inode, flags: O_RDONLY, completion: $0) }.get()
-        let ready = try FilesystemHarness.wait {
-            mount.filesystem.read(handle: opened.handle, offset: 0, size: 100_000, completion: $0)
-        }.get()
-        #expect(try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) == Self.song)
-        _ = mount.filesystem.release(handle: opened.handle)
+        #expect(try mount.read(song.inode, size: 100_000) == Self.song)
     }
 
     @Test func aDirectoryWhoseListingFailsGivesEIOAndIsAskedAgainNextTime() throws {
@@ -245,12 +250,7 @@ struct ListedMountTests {
                 "the server's size, asked once the listing's was refuted")
         #expect(mount.engine.server.requests(for: "song.mp3").map(\.method) == ["GET", "HEAD"])
 
-        let reopened = try FilesystemHarness.wait { mount.filesystem.open(stale.inode, flags: O_RDONLY, completion: $0) }.get()
-        let ready = try FilesystemHarness.wait {
-            mount.filesystem.read(handle: reopened.handle, offset: 0, size: 100_000, completion: $0)
-        }.get()
-        #expect(try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) == Self.song)
-        _ = mount.filesystem.release(handle: reopened.handle)
+        #expect(try mount.read(stale.inode, size: 100_000) == Self.song, "the new version, reopened")
     }
 
     /// `find` opens a directory's subdirectories one after another: opening one lists the next

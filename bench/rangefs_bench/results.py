@@ -120,6 +120,20 @@ def measure_cell(row, key, fn):
         log(f"  {row.rid} [{key}] n/a: {error}")
 
 
+def measure_cells(row, baseline, system, names):
+    """The row's baseline, then each system's cell (`system(name)` returns its measurement)."""
+    measure_cell(row, "baseline", baseline)
+    for name in names:
+        measure_cell(row, name, system(name))
+
+
+def failed_cells(rows, name, error, group):
+    """A system's measurement of several rows failed: each row it had not filled says why."""
+    for row in rows:
+        row.values.setdefault(name, f"n/a: {error}")
+    log(f"  {group} [{name}] n/a: {error}")
+
+
 def na_others(row, reason):
     for system in ("rclone", "httpdirfs"):
         row.values[system] = f"n/a: {reason}"

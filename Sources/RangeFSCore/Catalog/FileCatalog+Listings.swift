@@ -12,27 +12,33 @@ extension FileCatalog {
 
     /// A directory is opened for listing. A small one has the sizes of all its files found at
     /// once; a large one (thousands of names) costs no request, so listing its names stays cheap.
-    public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree) {
-        treeWalked()
+    public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree, latestListingTime: Duration) {
+        treeWalked(latestListingTime: latestListingTime)
         let children = tree.namespace.children(of: directory)
         guard children.count <= Self.eagerListingLimit else { return }
         discoverSizes(ofEntries: children.compactMap(tree.catalogIndex(of:)))
     }
 
-    /// A program walks the tree. While it opens no file (`find`, `ls -R`, rsync's listing, a
-    /// file manager), background work stands still, heads and tails too: the walk's listings
-    /// and lookups go first. A scanner opens the files it walks to, and their heads are
-    /// fetched ahead of it as before.
-    private func treeWalked() {
-        let sinceOpen = DispatchTime.now().uptimeNanoseconds &- lastFileOpen.load(ordering: .relaxed)
-        guard Duration.nanoseconds(sinceOpen) > environment.policy.scanOpensWithin else { return }
-        environment.client.quietBackground(for: environment.policy.walkQuiet, headsToo: true)
+    /// A program walks the tree (the mount's latest listing took `latestListingTime`).
+    /// While it opens no file (`find`, `ls -R`, rsync's listing, a file manager) and its server
+    /// is near, background work stands still, heads and tails too: such a walk is bound by the
+    /// CPU, which the heads' transfers would take from it. A walk that waits on a distant
+    /// server's listings leaves the CPU idle, and the heads fetched meanwhile serve the scan
+    /// that usually follows; a scanner opens the files it walks to, and their heads go on too.
+    private func treeWalked(latestListingTime: Duration) {
+        let policy = environment.policy
+        let now = DispatchTime.now().uptimeNanoseconds
+        if latestListingTime >= policy.distantListingTime { lastDistantListing.store(now, ordering: .relaxed) }
+        func since(_ moment: UInt64) -> Duration { .nanoseconds(now &- moment) }
+        guard since(lastFileOpen.load(ordering: .relaxed)) > policy.scanOpensWithin,
+              since(lastDistantListing.load(ordering: .relaxed)) > policy.scanOpensWithin else { return }
+        environment.client.quietBackground(for: policy.walkQuiet, headsToo: true)
     }
 
     /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory
     /// too large to probe when opened: the sizes of the next names are found while this one is.
-    public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree) {
-        treeWalked()
+    public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree, latestListingTime: Duration) {
+        treeWalked(latestListingTime: latestListingTime)
         guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil,
               statedAttributes(ofEntry: index) == nil else { return }
         let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)

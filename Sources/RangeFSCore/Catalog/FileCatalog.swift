@@ -40,6 +40,9 @@ public final class FileCatalog: Sendable {
     /// When a file was last opened (`DispatchTime` uptime, ns): a walk that opens files is a
     /// scan, whose heads background work fetches ahead (`treeWalked`).
     let lastFileOpen = Atomic<UInt64>(0)
+    /// When a walk last waited for a distant server's listing (`DispatchTime` uptime, ns): such
+    /// a walk holds no background work (`treeWalked`).
+    let lastDistantListing = Atomic<UInt64>(0)
     private let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
 
     /// Which files readers use, so background work can serve them first.

@@ -28,10 +28,14 @@ public struct FetchPolicy: Sendable {
     /// long: the kernel reads the file from the cache disk at its own pace (passthrough or the
     /// page cache, unseen here), and background transfers would take CPU and disk from it.
     public var quietAfterCompleteOpen: Duration = .seconds(1)
-    /// While a program walks the tree (directories opened, names looked up) and has opened no
-    /// file for `scanOpensWithin`, all background work stands still until `walkQuiet` after
-    /// its last step: heads fetched then would only take CPU and connections from the walk.
+    /// While a program walks the tree without opening a file for `scanOpensWithin`, and no
+    /// listing in that time took `distantListingTime` or longer (a near server: the walk is
+    /// bound by the CPU), all background work stands still until `walkQuiet` after its last
+    /// step (`FileCatalog.treeWalked`).
     public var walkQuiet: Duration = .milliseconds(300)
+    /// Shorter than a distant link's round trip; a near server's listing that waited behind
+    /// background transfers for a connection takes 10-20 ms.
+    public var distantListingTime: Duration = .milliseconds(25)
     public var scanOpensWithin: Duration = .seconds(2)
     /// Data is synced and its blocks committed at least this often during a long transfer.
     public var commitIntervalBytes: UInt64 = 8 * 1024 * 1024

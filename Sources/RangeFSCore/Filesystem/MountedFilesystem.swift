@@ -119,7 +119,7 @@ public final class MountedFilesystem: Sendable {
             guard let node = tree.namespace.lookup(parent: parent, name: name) else {
                 return completion(.failure(FilesystemError(.noSuchEntry)))
             }
-            catalog.nameLookedUp(node, in: tree)
+            catalog.nameLookedUp(node, in: tree, latestListingTime: directories?.latestListingTime ?? .zero)
             attributes(of: node, in: tree, completion: completion)
         }
     }
@@ -169,7 +169,7 @@ public final class MountedFilesystem: Sendable {
         guard node.isDirectory else { return completion(.failure(FilesystemError(.notADirectory))) }
         whenListed(inode) { [self] listed in
             if case .failure(let error) = listed { return completion(.failure(FilesystemError(.fetch(error)))) }
-            catalog.directoryOpened(inode, in: current)
+            catalog.directoryOpened(inode, in: current, latestListingTime: directories?.latestListingTime ?? .zero)
             completion(.success(()))
         }
         listSiblingsAhead(of: node)

@@ -66,6 +66,8 @@ public final class ListedDirectories: Sendable {
     private let save: @Sendable (URL, StoredListing) -> Void
     /// Shows each change in turn, so an older tree is never shown after a newer one.
     private let publisher = DispatchQueue(label: "rangefs.listed-tree")
+    /// How long the latest listing took from asking to its answer, in ns (0: none yet).
+    private let latestListingNanoseconds = Atomic<UInt64>(0)
 
     /// - Parameter stored: the listings an earlier mount kept, by directory URL.
     public init(root: URL, lister: any DirectoryLister, settings: Settings = Settings(),
@@ -247,9 +249,19 @@ public final class ListedDirectories: Sendable {
 
     // MARK: Listing
 
+    /// How long the latest listing took from asking to its answer: the server's round trip and
+    /// the page's transfer, not the tree's growth after it. Tells a near server from a distant one.
+    public var latestListingTime: Duration {
+        .nanoseconds(latestListingNanoseconds.load(ordering: .relaxed))
+    }
+
     private func startQueued() {
         while let (path, url, validator) = nextToList() {
-            lister.list(url, heldVersion: validator) { [self] result in finished(path, result) }
+            let asked = DispatchTime.now().uptimeNanoseconds
+            lister.list(url, heldVersion: validator) { [self] result in
+                latestListingNanoseconds.store(DispatchTime.now().uptimeNanoseconds &- asked, ordering: .relaxed)
+                finished(path, result)
+            }
         }
     }
 

@@ -9,7 +9,7 @@ from ..process import BenchError, log, median, run, timed
 from ..context import mounted
 from ..data import sha256_file
 from ..bucket_server import MotoMark, request_text, s3_client, start_bucket
-from ..results import Row, measure_cell
+from ..results import Row, failed_cells, measure_cell
 from ..primitives import read_all, systems
 
 
@@ -97,9 +97,7 @@ def rows_bucket(ctx):
             log(f"  bucket-ls [{name}] repeats: {', '.join(f'{t * 1000:.0f}' for t in t_cold)} ms, requests {sent}; "
                 f"again: {', '.join(f'{t * 1000:.0f}' for t in t_again)} ms, requests {sent_again}")
         except BenchError as error:
-            for row in (ls_row, again):
-                row.values.setdefault(name, f"n/a: {error}")
-            log(f"  bucket-ls [{name}] n/a: {error}")
+            failed_cells((ls_row, again), name, error, "bucket-ls")
 
     scratch = Path("/dev/shm") if os.path.isdir("/dev/shm") else ctx.work
     target = scratch / f"rangefs-bench-{os.getpid()}.bin"

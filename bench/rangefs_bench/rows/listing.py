@@ -4,7 +4,7 @@ from ..config import MANY_FLAT, MANY_PER_DIR, WEB_DIRS, WEB_PER_DIR, WEB_WIDE, W
 from ..process import BenchError, log, median, timed
 from ..context import mounted, vm_hwm_mib
 from ..servers import LogMark
-from ..results import Row, measure_cell
+from ..results import Row, failed_cells, measure_cell
 from ..primitives import systems
 
 
@@ -94,9 +94,7 @@ def rows_many(ctx):
             log(f"  many [{name}] mount {mount_row.values[name]:.2f} s, ls {ls_row.values[name]:.0f} ms, "
                 f"ls -l {lsl_row.values[name]:.0f} ms, rss {rss_row.values[name]}")
         except BenchError as error:
-            for row in rows:
-                row.values.setdefault(name, f"n/a: {error}")
-            log(f"  many [{name}] n/a: {error}")
+            failed_cells(rows, name, error, "many")
     return rows
 
 
@@ -152,7 +150,5 @@ def rows_web(ctx, link):
             log(f"  web [{name}] ls {cold.values[name]:.0f} ms, again {again.values[name]:.0f} ms, "
                 f"find {walk.values[name]:.2f} s with {sent.values[name]:.0f} requests")
         except BenchError as error:
-            for row in rows:
-                row.values.setdefault(name, f"n/a: {error}")
-            log(f"  web [{name}] n/a: {error}")
+            failed_cells(rows, name, error, "web")
     return rows

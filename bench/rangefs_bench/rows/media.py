@@ -11,7 +11,7 @@ from ..config import CLIP, MiB, SEEK_FRAMES, SONG, STREAM, STREAM_BYTES_PER_SECO
 from ..process import BenchError, log, median, run, timed
 from ..context import mounted
 from ..servers import rate_text
-from ..results import Row, measure_cell
+from ..results import Row, measure_cell, measure_cells
 from ..primitives import systems
 
 
@@ -76,9 +76,7 @@ def rows_media(ctx, link):
                 return median(times)
             return measure
 
-        measure_cell(row, "baseline", baseline)
-        for name in systems(ctx):
-            measure_cell(row, name, system(name))
+        measure_cells(row, baseline, system, systems(ctx))
     return rows
 
 

@@ -9,7 +9,7 @@ from ..config import BIG, MiB, PAR, SLOW_SEQ, SPARSE, TTFB_OFFSET
 from ..process import BenchError, kill_group, log, median, run, timed
 from ..context import mounted, vm_hwm_mib
 from ..servers import LogMark
-from ..results import Row, measure_cell
+from ..results import Row, measure_cell, measure_cells
 from ..primitives import (
     curl_seconds, curl_verify, original_bytes, rangefs_data_file, read_all, systems, timed_pread, verify
 )
@@ -37,9 +37,7 @@ def row_cold_sequential(ctx, link):
             return ctx.size(rel) / median(times) / 1e6
         return measure
 
-    measure_cell(row, "baseline", baseline)
-    for name in systems(ctx):
-        measure_cell(row, name, system(name))
+    measure_cells(row, baseline, system, systems(ctx))
     return [row]
 
 
@@ -158,9 +156,7 @@ def row_ttfb(ctx, link):
             return median(times) * 1000
         return measure
 
-    measure_cell(row, "baseline", baseline)
-    for name in systems(ctx):
-        measure_cell(row, name, system(name))
+    measure_cells(row, baseline, system, systems(ctx))
     return [row]
 
 
@@ -206,9 +202,7 @@ def row_parallel(ctx, link):
             return total / median(times) / 1e6
         return measure
 
-    measure_cell(row, "baseline", baseline)
-    for name in systems(ctx):
-        measure_cell(row, name, system(name))
+    measure_cells(row, baseline, system, systems(ctx))
     return [row]
 
 
