@@ -1,4 +1,5 @@
 import Dispatch
+
 /// Finding sizes ahead of the look-ups that need them. Listing a directory is usually followed
 /// by a look-up of every name in it (`ls -l`), and a probe for each in turn would cost a round
 /// trip per name.

@@ -32,11 +32,6 @@ final class BackgroundGate: Sendable {
             || quiet.timeLeft > .zero
     }
 
-    /// Background work is paused (`rangefs pause`): all of it stands still, heads and tails too.
-    var isPaused: Bool {
-        paused.load(ordering: .acquiring)
-    }
-
     /// How long until a quiet ends and background work may go on (nil: none holds it).
     var quietTimeLeft: Duration? {
         let left = max(quiet.timeLeft, headsQuiet.timeLeft)
@@ -61,15 +56,19 @@ final class QuietDeadline: Sendable {
         return end > now ? .nanoseconds(end - now) : .zero
     }
 
-    /// Holds for at least `duration` from now.
-    func extend(by duration: Duration) {
-        let nanoseconds = UInt64(max(0, duration.timeInterval) * 1_000_000_000)
-        let deadline = DispatchTime.now().uptimeNanoseconds + nanoseconds
+    /// Holds for at least `duration` from now. Returns true when it did not hold before (the
+    /// caller then wakes whoever must start standing still).
+    @discardableResult
+    func extend(by duration: Duration) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let deadline = now + UInt64(max(0, duration.timeInterval) * 1_000_000_000)
         var current = until.load(ordering: .acquiring)
+        let wasHolding = current > now
         while current < deadline {
             let (exchanged, found) = until.compareExchange(expected: current, desired: deadline, ordering: .acquiringAndReleasing)
             if exchanged { break }
             current = found
         }
+        return !wasHolding
     }
 }

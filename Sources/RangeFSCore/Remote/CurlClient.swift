@@ -178,8 +178,8 @@ final class CurlInbox: Sendable {
     }
 
     func quietBackground(for duration: Duration, headsToo: Bool) {
-        (headsToo ? gate.headsQuiet : gate.quiet).extend(by: duration)
-        multi.wakeup()
+        // A walk extends its quiet at every step: the loop is woken only when one begins.
+        if (headsToo ? gate.headsQuiet : gate.quiet).extend(by: duration) { multi.wakeup() }
     }
 
     /// A reader started waiting on a background transfer: the others stop now, and the loop
