@@ -15,8 +15,9 @@ final class SizeDiscovery: Sendable {
         case ready(CachedFile)
     }
 
-    /// Lock order: `slots` → `storedRecords`, and `slots` → `unsavedRecords` (a file made from
-    /// a stated size is remembered before anyone can read it). `slots` is never held while a
+    /// Lock order: `slots` → `storedRecords`, and `slots` → `unsavedRecords` and
+    /// `doubtedStatedSizes` (leaves: a file made from a stated size is checked and remembered
+    /// before anyone can read it). `slots` is never held while a
     /// `CachedFile`'s state lock is taken, nor across a system call or a database call.
     private let slots = Mutex<[String: Slot]>([:])
     /// What the database knew when the mount started, for files not loaded yet (eviction empties

@@ -16,20 +16,26 @@ final class BackgroundGate: Sendable {
     /// All background work stands still until then, heads and tails too.
     let headsQuiet = QuietDeadline()
 
-    /// Whole-file background work stands still.
-    var holdsBackground: Bool {
-        foregroundPresent || holdsHeads
+    /// What stands still right now. The loop (starting and holding transfers) and the write
+    /// callbacks (pausing themselves) all ask this one rule.
+    var holds: Holds {
+        let heads = paused.load(ordering: .acquiring) || headsQuiet.timeLeft > .zero
+        let wholeFiles = heads || foregroundWaiting.load(ordering: .acquiring)
+            || foregroundRunning.load(ordering: .acquiring) || quiet.timeLeft > .zero
+        return Holds(heads: heads, wholeFiles: wholeFiles)
     }
 
-    /// Heads and tails (`backgroundAhead`) stand still too.
-    var holdsHeads: Bool {
-        paused.load(ordering: .acquiring) || headsQuiet.timeLeft > .zero
-    }
+    /// Which background work stands still, read once.
+    struct Holds {
+        /// Heads and tails (`backgroundAhead`) too: paused, or a walk of a near server.
+        let heads: Bool
+        /// Whole-file work (`background`): also while a reader waits, or after a complete file opened.
+        let wholeFiles: Bool
 
-    /// The loop starts no queued whole-file background transfer while this holds.
-    var foregroundPresent: Bool {
-        foregroundWaiting.load(ordering: .acquiring) || foregroundRunning.load(ordering: .acquiring)
-            || quiet.timeLeft > .zero
+        /// Whether a transfer of `spec` stands still; foreground ones never do.
+        func hold(_ spec: TransferSpec) -> Bool {
+            spec.isHeldWhileReadersWait ? wholeFiles : spec.isBackground && heads
+        }
     }
 
     /// How long until a quiet ends and background work may go on (nil: none holds it).

@@ -126,7 +126,6 @@ final class CurlInbox: Sendable {
     private struct State {
         var specs: [TransferSpec] = []
         var stopping = false
-        var backgroundPaused = false
     }
     private let state = Mutex(State())
     private let multi: CurlMultiHandle
@@ -170,10 +169,7 @@ final class CurlInbox: Sendable {
     }
 
     func setBackgroundPaused(_ paused: Bool) {
-        state.withLock { state in
-            state.backgroundPaused = paused
-            gate.setPaused(paused)
-        }
+        gate.setPaused(paused)
         multi.wakeup()
     }
 
@@ -189,12 +185,12 @@ final class CurlInbox: Sendable {
         multi.wakeup()
     }
 
-    func take() -> (specs: [TransferSpec], stopping: Bool, backgroundPaused: Bool) {
+    func take() -> (specs: [TransferSpec], stopping: Bool) {
         state.withLock { state in
             defer { state.specs.removeAll() }
             // From here on the loop itself knows of these transfers (`BackgroundGate.setForegroundRunning`).
             gate.foregroundTaken()
-            return (state.specs, state.stopping, state.backgroundPaused)
+            return (state.specs, state.stopping)
         }
     }
 }

@@ -22,19 +22,19 @@ final class CurlMultiLoop {
 
     func run() {
         while true {
-            let (specs, stopping, backgroundPaused) = inbox.take()
+            let (specs, stopping) = inbox.take()
             if stopping { break }
             for spec in specs {
                 if spec.isBackground { waitingBackground.append(spec) } else { startForeground(spec) }
             }
-            schedule(paused: backgroundPaused)
+            schedule()
             var running: Int32 = 0
             curl_multi_perform(multi.raw, &running)
             storeCoalescedData()
             collectFinished()
             let handingOver = endHandOvers()
             let undecided = reviewFinishingFirst()
-            schedule(paused: backgroundPaused)
+            schedule()
             var ready: Int32 = 0
             // A quiet (`BackgroundGate.quiet`) lets background work go on when it ends.
             let quietLeft = inbox.gate.quietTimeLeft.map { Int32(min($0.timeInterval * 1000 + 1, 1000)) } ?? 1000
@@ -53,26 +53,24 @@ final class CurlMultiLoop {
 
     /// Starts what may start, holds what must wait, and tells background transfers (through
     /// the gate) whether a reader is waiting.
-    private func schedule(paused: Bool) {
-        startWaitingBackground(paused: paused)
-        let foregroundRunning = active.values.contains { $0.holdsBackground }
-        inbox.gate.setForegroundRunning(foregroundRunning)
-        holdBackground(paused: paused, readerWaits: inbox.gate.foregroundPresent)
+    private func schedule() {
+        startWaitingBackground(inbox.gate.holds)
+        inbox.gate.setForegroundRunning(active.values.contains { $0.holdsBackground })
+        holdBackground(inbox.gate.holds)
     }
 
     /// A transfer raised to the foreground while it waited starts at once; background ones
     /// start while no reader waits (heads and tails also while one does), within the
     /// background connection limit, and only where their server has more than the reserved
     /// connections free.
-    private func startWaitingBackground(paused: Bool) {
+    private func startWaitingBackground(_ holds: BackgroundGate.Holds) {
         guard !waitingBackground.isEmpty else { return }
         var running = active.values.count { $0.isBackground }
         var stillWaiting: [TransferSpec] = []
         for spec in waitingBackground {
             if !spec.isBackground {
                 startForeground(spec)
-            } else if !paused, !inbox.gate.holdsHeads, !(inbox.gate.foregroundPresent && spec.isHeldWhileReadersWait),
-                      running < configuration.backgroundConnectionLimit,
+            } else if !holds.hold(spec), running < configuration.backgroundConnectionLimit,
                       connections(to: spec.server) < configuration.backgroundConnectionLimit {
                 start(spec)
                 running += 1
@@ -206,13 +204,12 @@ final class CurlMultiLoop {
     /// the gate closes (`CurlTransfer.receive`); this lets them go again. Heads and tails
     /// (`backgroundAhead`) stand still only while background work is paused or a program walks
     /// the tree without opening files (`BackgroundGate.headsQuiet`).
-    private func holdBackground(paused: Bool, readerWaits: Bool) {
+    private func holdBackground(_ holds: BackgroundGate.Holds) {
         for (easy, transfer) in active {
             // A transfer raised to the foreground while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let held = paused || inbox.gate.holdsHeads ? transfer.isBackground : readerWaits && transfer.isHeldWhileReadersWait
-            let hold = held && !transfer.isNeverHeld
+            let hold = transfer.isHeld(by: holds) && !transfer.isNeverHeld
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {

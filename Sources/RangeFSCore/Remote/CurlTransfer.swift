@@ -36,8 +36,8 @@ final class CurlTransfer {
     var isBackground: Bool { spec.isBackground }
     /// A reader waits on it: background transfers stand still while it runs.
     var holdsBackground: Bool { spec.holdsBackground }
-    /// Background work that stands still while a reader waits.
-    var isHeldWhileReadersWait: Bool { spec.isHeldWhileReadersWait }
+    /// Whether the gate's rule holds this transfer still now (`BackgroundGate.Holds`).
+    func isHeld(by holds: BackgroundGate.Holds) -> Bool { holds.hold(spec) }
     /// Where it goes (`URL.serverKey`), for the connections per server.
     var server: String { spec.server }
     var isPaused = false {
@@ -182,8 +182,7 @@ final class CurlTransfer {
         case .range(let request, _, _):
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
-            let held = isHeldWhileReadersWait ? gate.holdsBackground : isBackground && gate.holdsHeads
-            if !isResuming, held, !isNeverHeld {
+            if !isResuming, isHeld(by: gate.holds), !isNeverHeld {
                 isPaused = true
                 return .pause
             }
