@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import RangeFSCore
 
@@ -143,5 +144,27 @@ import Testing
     @Test(arguments: ["", "m", "5 m", "-5m", "1.5h", "5w", "99999999999999999999"])
     func anythingElseIsNoDuration(text: String) {
         #expect(DurationText.parse(text) == nil)
+    }
+}
+
+@Suite struct TransferUrgencyTests {
+    /// A transfer reads its priority for every piece it receives (hundreds of thousands over a
+    /// long stream): its raise handler must come through as it was given, not wrapped once more
+    /// at each read (a chain that overflows the stack when it is called or freed).
+    @Test func anUrgencyReadForEveryPieceOfALongStreamStillCallsItsHandlerAndIsFreed() {
+        final class Calls: Sendable { let count = Mutex(0) }
+        let calls = Calls()
+        do {
+            let urgency = TransferUrgency(.background)
+            urgency.whenRaised { calls.count.withLock { $0 += 1 } }
+            for _ in 0..<300_000 where urgency.priority == .foreground || urgency.end != nil {
+                Issue.record("nothing raised or cut it yet")
+            }
+            urgency.endEarly(at: 4096)
+            urgency.raise()
+            urgency.raise()
+            #expect(urgency.priority == .foreground && urgency.end == 4096)
+        }
+        #expect(calls.count.withLock { $0 } == 1)
     }
 }

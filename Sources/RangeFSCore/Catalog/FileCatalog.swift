@@ -36,14 +36,22 @@ public final class FileCatalog: Sendable {
     private let usage = Mutex(FileUsage())
     /// Servers found to ignore ranges (`scheme://host:port`), remembered across mounts.
     private let rangeIgnoringServers: Mutex<Set<String>>
-    private let activityHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Who hears of opens and of remote changes (`onFileOpened`, `onRemoteChange`).
+    private let handlers = Mutex(Handlers())
     /// When a file was last opened (`DispatchTime` uptime, ns): a walk that opens files is a
     /// scan, whose heads background work fetches ahead (`treeWalked`).
     let lastFileOpen = Atomic<UInt64>(0)
     /// When a walk last waited for a distant server's listing (`DispatchTime` uptime, ns): such
     /// a walk holds no background work (`treeWalked`).
     let lastDistantListing = Atomic<UInt64>(0)
-    private let remoteChangeHandler = Mutex<(@Sendable (URL) -> Void)?>(nil)
+
+    /// The callbacks, in a struct: a closure kept bare (or in a tuple) inside a `Mutex` is
+    /// wrapped in one more reabstraction thunk at every `withLock`, which after enough opens
+    /// overflows the stack when it is called or freed.
+    private struct Handlers {
+        var fileOpened: (@Sendable () -> Void)?
+        var remoteChange: (@Sendable (URL) -> Void)?
+    }
 
     /// Which files readers use, so background work can serve them first.
     struct FileUsage {
@@ -103,7 +111,7 @@ public final class FileCatalog: Sendable {
                     }
                     eviction.fileClosed()
                 }
-                activityHandler.withLock { $0 }?()
+                handlers.withLock { $0.fileOpened }?()
                 lastFileOpen.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
                 if file.isComplete {
                     environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen, headsToo: false)
@@ -137,12 +145,12 @@ public final class FileCatalog: Sendable {
     /// Called (on whatever thread) when a remote file turned out to have changed, so that what
     /// the kernel remembers of it (size, pages) can be dropped.
     public func onRemoteChange(_ handler: @escaping @Sendable (URL) -> Void) {
-        remoteChangeHandler.withLock { $0 = handler }
+        handlers.withLock { $0.remoteChange = handler }
     }
 
     /// Called (on whatever thread) whenever a reader opens a file: a hint for background work.
     public func onFileOpened(_ handler: @escaping @Sendable () -> Void) {
-        activityHandler.withLock { $0 = handler }
+        handlers.withLock { $0.fileOpened = handler }
     }
 
     /// The entry's modification time: the server's `Last-Modified`, else the time the
@@ -186,7 +194,7 @@ public final class FileCatalog: Sendable {
     func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
         let ignoresRanges = rangeIgnoringServers.withLock { $0.contains(Self.server(of: entry.url)) }
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
-                                      rejected: { [self] file in remoteChangeHandler.withLock { $0 }?(file.url) },
+                                      rejected: { [self] file in handlers.withLock { $0.remoteChange }?(file.url) },
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
                                       cachedBytesChanged: { [eviction] delta in eviction.cachedBytesChanged(by: delta) },
                                       makeRoom: { [eviction] bytes in eviction.makeRoom(forRead: bytes) })
@@ -220,7 +228,7 @@ public final class FileCatalog: Sendable {
     func forget(_ file: CachedFile) {
         let key = file.url.absoluteString
         files.forget(file)
-        remoteChangeHandler.withLock { $0 }?(file.url)
+        handlers.withLock { $0.remoteChange }?(file.url)
         let store = environment.store
         let directory = environment.directory
         let logger = environment.logger

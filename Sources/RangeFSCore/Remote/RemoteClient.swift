@@ -63,10 +63,19 @@ public enum TransferPriority: Sendable {
 /// held back behind others), and its end, which may come sooner (a reader's own request brings
 /// the bytes past it, `FilePlan.cut`).
 public final class TransferUrgency: Sendable {
-    private let state: Mutex<(priority: TransferPriority, end: UInt64?, onRaise: (@Sendable () -> Void)?)>
+    /// A struct, not a tuple: a closure kept in a tuple (or bare) inside a `Mutex` is wrapped in
+    /// one more reabstraction thunk at every `withLock`, and a transfer reads its priority for
+    /// every piece it receives; the chain then overflows the stack when it is called or freed.
+    private struct State {
+        var priority: TransferPriority
+        var end: UInt64?
+        var onRaise: (@Sendable () -> Void)?
+    }
+
+    private let state: Mutex<State>
 
     public init(_ priority: TransferPriority) {
-        state = Mutex((priority, nil, nil))
+        state = Mutex(State(priority: priority))
     }
 
     public var priority: TransferPriority {
