@@ -134,6 +134,29 @@ struct EngineSchedulingTests {
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 
+    /// A program's first requests, which often follow the mount at once, go alone: background
+    /// transfers stand still for `mountGrace` after the prefetcher starts (size probes go on).
+    @Test func backgroundWorkStartsAMomentAfterTheMountSoAProgramsFirstRequestsGoAlone() throws {
+        let files = ["first.bin": FetchEngineHarness.bytes(256 * 1024, seed: 12),
+                     "later.bin": FetchEngineHarness.bytes(256 * 1024, seed: 13)]
+        var policy = FetchEngineHarness.quickPolicy
+        policy.mountGrace = .seconds(2)
+        let engine = try FetchEngineHarness(files: files, policy: policy,
+                                            prefetch: EnginePrefetchTests.configuration(.all, downloads: 2, headsFirst: true))
+        let started = ContinuousClock.now
+        engine.prefetcher.start()
+        let file = try #require(try engine.file("first.bin").value)
+        #expect(try engine.read(file, 0..<4096).value == Array(files["first.bin"]![0..<4096]))
+        let early = engine.server.requests
+        try #require(ContinuousClock.now - started < .milliseconds(1500), "the reader's requests took the whole grace")
+        #expect(early.contains { $0.path == "/first.bin" && $0.method == "GET" }
+                && !early.contains { $0.path == "/later.bin" && $0.method == "GET" }, "\(early)")
+        // Then background work goes on with the rest.
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            engine.catalog.knownFile(forEntry: engine.entry("later.bin"))?.isComplete == true
+        })
+    }
+
     /// A program handed a complete file reads it from the cache disk unseen (passthrough, the
     /// page cache): background work stands still for `quietAfterCompleteOpen`, then goes on.
     @Test func openingACompleteFileHoldsBackgroundWorkStillForAMomentThenItGoesOn() throws {

@@ -29,6 +29,8 @@ final class FetchEngineHarness {
         var policy = FetchPolicy()
         policy.retryBaseDelay = .milliseconds(10)
         policy.readDeadline = .seconds(10)
+        // Background work starts when a test starts the prefetcher (one test sets a grace).
+        policy.mountGrace = .zero
         return policy
     }
 

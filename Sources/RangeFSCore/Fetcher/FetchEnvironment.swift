@@ -24,6 +24,10 @@ public struct FetchPolicy: Sendable {
     /// the reader's first request, which usually follows at once, then gets the idle connection
     /// and the link, and a sequential reader's zone is known before background work picks a chunk.
     public var openGrace: Duration = .milliseconds(15)
+    /// Background transfers (heads and tails too) stand still this long after the mount: a
+    /// program's first requests, which often follow the mount at once, then have the server and
+    /// the link to themselves.
+    public var mountGrace: Duration = .milliseconds(250)
     /// After a complete file is opened, background work (but heads and tails) stands still this
     /// long: the kernel reads the file from the cache disk at its own pace (passthrough or the
     /// page cache, unseen here), and background transfers would take CPU and disk from it.

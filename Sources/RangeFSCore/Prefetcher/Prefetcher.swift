@@ -152,6 +152,8 @@ public final class Prefetcher: Sendable {
             client.setBackgroundPaused(true)
             logger.info("background fetching is paused (rangefs resume to continue)")
         }
+        // Files already complete are known at once; their transfers wait (`mountGrace`).
+        client.quietBackground(for: catalog.environment.policy.mountGrace, headsToo: true)
         pump()
     }
 

@@ -111,7 +111,12 @@ final class CurlMultiLoop {
                 excess -= 1
             }
         }
+        // libcurl hands a freed connection to the request it queued first: probes still waiting
+        // for a connection to this server (a listing's) are queued again behind this request.
+        let queuedProbes = active.filter { $0.value.isProbe && $0.value.server == spec.server && $0.value.isWaitingToSend }
+        for easy in queuedProbes.keys { curl_multi_remove_handle(multi.raw, easy) }
         start(spec)
+        for easy in queuedProbes.keys { curl_multi_add_handle(multi.raw, easy) }
     }
 
     /// Whether a background transfer's rest comes within `backgroundFinishesWithin`; nil while
@@ -152,18 +157,24 @@ final class CurlMultiLoop {
         return true
     }
 
-    /// How long a hand-over takes what already arrived: it is on this machine, read at memory
-    /// speed (megabytes in a millisecond or two), and the reader's request waits this long at most.
-    private static let handOverTime = Duration.milliseconds(5)
+    /// How long a hand-over may take what already arrived: it is on this machine, read at memory
+    /// speed (megabytes in a millisecond or two), and done once its bytes stop coming
+    /// (`CurlTransfer.handOverTookWhatArrived`); the reader's request waits this long at most.
+    private static let handOverTime = Duration.milliseconds(50)
+    /// A hand-over goes on at least this long (a loaded machine may not run the loop sooner)...
+    private static let handOverLeast = Duration.milliseconds(5)
+    /// ...and until no byte came for this long.
+    private static let handOverSettle = Duration.milliseconds(2)
 
-    /// Hand-overs whose time is up give their connections up now. True while some are still
-    /// taking what arrived (the loop then looks again in a millisecond).
+    /// Hand-overs that took what had arrived, or whose time is up, give their connections up
+    /// now. True while some are still taking what arrived (the loop then looks again in a
+    /// millisecond). Runs after `curl_multi_perform`, so each hand-over had a round of reading.
     private func endHandOvers() -> Bool {
         var pending = false
         let now = ContinuousClock.now
         for (easy, transfer) in active {
             guard let ends = transfer.handOverEnds else { continue }
-            if now < ends {
+            if now < ends && !transfer.handOverTookWhatArrived(least: Self.handOverLeast, settle: Self.handOverSettle, now: now) {
                 pending = true
             } else if !endForReader(easy, transfer) {
                 // Nothing is left to ask for: it runs to its end.

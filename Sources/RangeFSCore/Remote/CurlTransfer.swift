@@ -38,6 +38,16 @@ final class CurlTransfer {
     var holdsBackground: Bool { spec.holdsBackground }
     /// Whether the gate's rule holds this transfer still now (`BackgroundGate.Holds`).
     func isHeld(by holds: BackgroundGate.Holds) -> Bool { holds.hold(spec) }
+    /// A size probe (HEAD or a one-byte GET).
+    var isProbe: Bool {
+        if case .probe = spec { return true }
+        return false
+    }
+    /// Its request has not gone out yet: libcurl queued it until a connection to its server is free.
+    var isWaitingToSend: Bool {
+        var pretransfer: curl_off_t = 0
+        return rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer) == CURLE_OK && pretransfer == 0
+    }
     /// Where it goes (`URL.serverKey`), for the connections per server.
     var server: String { spec.server }
     var isPaused = false {
@@ -51,9 +61,11 @@ final class CurlTransfer {
     /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
     var finishesFirst = false
     /// Set while a held background transfer gives its connection up to a reader's request
-    /// (`CurlMultiLoop.giveUpConnection`): until then it takes the body bytes that reached this
-    /// machine while it was held (closing the connection would throw them away). Not held meanwhile.
+    /// (`CurlMultiLoop.giveUpConnection`): until it has taken the body bytes that reached this
+    /// machine while it was held (closing the connection would throw them away), or this time
+    /// at the latest. Not held meanwhile.
     private(set) var handOverEnds: ContinuousClock.Instant?
+    private var handOverBegan: ContinuousClock.Instant?
     /// It receives whatever readers do: it runs to its end, or it is handing its connection over.
     /// Such a transfer is neither held nor asked to give its connection up.
     var isNeverHeld: Bool { finishesFirst || handOverEnds != nil }
@@ -224,14 +236,26 @@ final class CurlTransfer {
         return pace.restDuration(received: bodyBytes, rest: rest)
     }
 
-    /// Starts a hand-over of its connection that takes what already arrived for `duration`.
+    /// Starts a hand-over of its connection that takes what already arrived, for `duration` at most.
     func beginHandOver(for duration: Duration) {
-        handOverEnds = .now + duration
+        let now = ContinuousClock.now
+        handOverBegan = now
+        handOverEnds = now + duration
     }
 
     /// The hand-over is over without giving the connection up (nothing was left to ask for).
     func endHandOver() {
         handOverEnds = nil
+        handOverBegan = nil
+    }
+
+    /// Whether a hand-over has taken what reached this machine: it went on for `least`, and no
+    /// byte came for `settle` since. Each round of the loop reads all its socket holds; on
+    /// loopback the server's send buffer refills the socket as it is drained, over a distant
+    /// link what is still on the way comes a round trip later and is given up.
+    func handOverTookWhatArrived(least: Duration, settle: Duration, now: ContinuousClock.Instant) -> Bool {
+        guard let began = handOverBegan, now - began >= least else { return false }
+        return now - max(began, pace.lastBodyAt ?? began) >= settle
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the

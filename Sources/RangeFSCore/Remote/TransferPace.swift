@@ -5,7 +5,8 @@
 struct TransferPace {
     /// When the request was handed to libcurl.
     let startedAt = ContinuousClock.now
-    private var lastBodyAt: ContinuousClock.Instant?
+    /// When its latest body byte arrived.
+    private(set) var lastBodyAt: ContinuousClock.Instant?
     private var heldFor: Duration = .zero
     private var heldSince: ContinuousClock.Instant?
 
