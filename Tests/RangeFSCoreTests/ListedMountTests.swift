@@ -38,7 +38,9 @@ struct ListedMountTests {
                 ? .failure(FetchError(url, .remote(.transport("Couldn't connect to server"))))
                 : entry.map { children in
                     let validator = RemoteValidator(etag: "\"v\(children.count)\"", lastModified: nil)
-                    return heldVersion == validator ? .unchanged(validator) : .listed(children, validator, from: url)
+                    // The delay stands for the server's own time to answer.
+                    return heldVersion == validator ? .unchanged(validator, serverTime: .seconds(delay))
+                        : .listed(children, validator, from: url, serverTime: .seconds(delay))
                 }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
                 running.withLock { $0.now -= 1 }

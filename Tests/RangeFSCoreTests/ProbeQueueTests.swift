@@ -9,9 +9,9 @@ import Testing
         var list: [Int] { entries.withLock { $0 } }
     }
 
-    private func makeQueue(total: Int = 2, lowPriority: Int = 1) -> (ProbeQueue, Started) {
+    private func makeQueue(total: Int = 2, lowPriority: Int = 1, afterReader: Duration = .zero) -> (ProbeQueue, Started) {
         let started = Started()
-        let queue = ProbeQueue(limits: .init(total: total, lowPriority: lowPriority)) { entry in
+        let queue = ProbeQueue(limits: .init(total: total, lowPriority: lowPriority, afterReader: afterReader)) { entry in
             started.entries.withLock { $0.append(entry) }
         }
         return (queue, started)
@@ -58,5 +58,48 @@ import Testing
         queue.finished(7)
         queue.finished(8)
         #expect(started.list == [7, 8])
+    }
+
+    /// The open and read after a `stat` should find the connection its probe used: background
+    /// probes wait a moment after a probe a reader waited on (from its start, or raised while
+    /// it ran), then go on.
+    @Test(arguments: [false, true])
+    func aProbeAReaderWaitedOnHoldsBackgroundProbesAMoment(raisedWhileRunning: Bool) {
+        let (queue, started) = makeQueue(total: 2, lowPriority: 2, afterReader: .milliseconds(300))
+        if raisedWhileRunning {
+            queue.enqueue(1, priority: .background)
+            queue.enqueue(1, priority: .reader)
+        } else {
+            queue.enqueue(1, priority: .reader)
+        }
+        queue.enqueue(2, priority: .background)
+        queue.enqueue(3, priority: .background)
+        #expect(started.list == [1, 2])
+        queue.finished(1)
+        let ended = ContinuousClock.now
+        #expect(started.list == [1, 2], "a background probe took the reader's place at once")
+        #expect(FilesystemHarness.eventually(timeout: 5) { started.list == [1, 2, 3] }, "the background goes on after the moment")
+        #expect(ContinuousClock.now - ended >= .milliseconds(250))
+    }
+
+    /// Listings' probes are for a reader's next look-ups: they are not held.
+    @Test func listingProbesGoOnWhileBackgroundProbesWait() {
+        let (queue, started) = makeQueue(total: 2, lowPriority: 2, afterReader: .seconds(5))
+        queue.enqueue(1, priority: .reader)
+        queue.enqueue(2, priority: .background)
+        queue.enqueue(3, priority: .background)
+        queue.enqueue(4, priority: .listing)
+        queue.finished(1)
+        #expect(started.list == [1, 2, 4])
+        queue.finished(4)
+        #expect(started.list == [1, 2, 4], "the background probe waits")
+    }
+
+    @Test func aBackgroundProbeEndingHoldsNothing() {
+        let (queue, started) = makeQueue(total: 1, lowPriority: 1, afterReader: .seconds(5))
+        queue.enqueue(1, priority: .background)
+        queue.enqueue(2, priority: .background)
+        queue.finished(1)
+        #expect(started.list == [1, 2])
     }
 }

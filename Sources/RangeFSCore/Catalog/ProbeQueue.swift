@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Who needs a file's size: a reader waiting on it (`stat`, a lookup, an open), a directory
@@ -10,13 +11,19 @@ public enum ProbePriority: Int, Sendable, Comparable {
 
 /// Size probes of manifest entries waiting for their turn: a few at once, so a listing of a
 /// huge directory never floods the server or the connection pool, and a reader's probe
-/// always goes first (a queued probe a reader starts waiting on moves up).
+/// always goes first (a queued probe a reader starts waiting on moves up). When a probe a
+/// reader waited on ends, background probes wait a moment: the reader's next request (the
+/// open and read after a `stat`) then finds the connection that probe used idle, instead of
+/// opening one more (a round trip longer over a distant link, more with TLS).
 final class ProbeQueue: Sendable {
     struct Limits: Sendable {
         /// Probes at once: the client's connections per host.
         var total = 8
         /// Probes at once for listings and the background, so readers always find room.
         var lowPriority = 6
+        /// How long background probes wait after a probe a reader waited on ended
+        /// (`FetchPolicy.probeGraceAfterReader`).
+        var afterReader: Duration = .milliseconds(20)
     }
 
     private struct State {
@@ -28,6 +35,10 @@ final class ProbeQueue: Sendable {
         /// The priority each running probe started at.
         var running: [Int: ProbePriority] = [:]
         var runningLow = 0
+        /// Running probes a reader began to wait on after they started at a lower priority.
+        var awaitedByReader: Set<Int> = []
+        /// Background probes start no sooner (`Limits.afterReader`).
+        var backgroundHeldUntil: ContinuousClock.Instant?
     }
 
     private let limits: Limits
@@ -43,7 +54,10 @@ final class ProbeQueue: Sendable {
     /// Queues a probe of `entry`, or moves a queued one up to `priority`. A running one is left alone.
     func enqueue(_ entry: Int, priority: ProbePriority) {
         let changed = state.withLock { state -> Bool in
-            guard state.running[entry] == nil else { return false }
+            if let running = state.running[entry] {
+                if priority == .reader, running < .reader { state.awaitedByReader.insert(entry) }
+                return false
+            }
             if let queued = state.waiting[entry], queued >= priority { return false }
             state.waiting[entry] = priority
             state.queues[priority.rawValue].append(entry)
@@ -54,12 +68,18 @@ final class ProbeQueue: Sendable {
 
     /// The probe of `entry` ended (whatever its outcome).
     func finished(_ entry: Int) {
-        state.withLock { state in
-            if let priority = state.running.removeValue(forKey: entry), priority < .reader {
-                state.runningLow -= 1
-            }
+        let hold = limits.afterReader
+        let holding = state.withLock { state -> Bool in
+            let priority = state.running.removeValue(forKey: entry)
+            if let priority, priority < .reader { state.runningLow -= 1 }
+            guard priority == .reader || state.awaitedByReader.remove(entry) != nil, hold > .zero else { return false }
+            state.backgroundHeldUntil = .now + hold
+            return true
         }
         startWhatMay()
+        if holding {
+            DispatchQueue.global().asyncAfter(deadline: .now() + hold.timeInterval) { [self] in startWhatMay() }
+        }
     }
 
     private func startWhatMay() {
@@ -73,6 +93,7 @@ final class ProbeQueue: Sendable {
         guard state.running.count < limits.total else { return nil }
         for priority in [ProbePriority.reader, .listing, .background] {
             if priority < .reader, state.runningLow >= limits.lowPriority { return nil }
+            if priority == .background, let until = state.backgroundHeldUntil, ContinuousClock.now < until { return nil }
             let queue = priority.rawValue
             while state.heads[queue] < state.queues[queue].count {
                 let entry = state.queues[queue][state.heads[queue]]

@@ -54,7 +54,7 @@ final class SizeDiscovery: Sendable {
         self.environment = environment
         self.entryAt = entryAt
         self.makeFile = makeFile
-        let queue = ProbeQueue { [weak self] index in
+        let queue = ProbeQueue(limits: .init(afterReader: environment.policy.probeGraceAfterReader)) { [weak self] index in
             guard let self else { return }
             guard let entry = entryAt(index) else { return probeQueue.finished(index) }
             // Its turn came after the size was already found (a probe queued twice).

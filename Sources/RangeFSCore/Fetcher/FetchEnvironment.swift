@@ -24,6 +24,10 @@ public struct FetchPolicy: Sendable {
     /// the reader's first request, which usually follows at once, then gets the idle connection
     /// and the link, and a sequential reader's zone is known before background work picks a chunk.
     public var openGrace: Duration = .milliseconds(15)
+    /// After a size probe a reader waited on ends, background probes wait this long: the reader's
+    /// next request (the open and read after a `stat`) takes the connection that probe used,
+    /// instead of opening another behind a collection's probes (`ProbeQueue`).
+    public var probeGraceAfterReader: Duration = .milliseconds(20)
     /// Background transfers (heads and tails too) stand still this long after the mount: a
     /// program's first requests, which often follow the mount at once, then have the server and
     /// the link to themselves.
@@ -37,8 +41,10 @@ public struct FetchPolicy: Sendable {
     /// bound by the CPU), all background work stands still until `walkQuiet` after its last
     /// step (`FileCatalog.treeWalked`).
     public var walkQuiet: Duration = .milliseconds(300)
-    /// Shorter than a distant link's round trip; a near server's listing that waited behind
-    /// background transfers for a connection takes 10-20 ms.
+    /// Compared with the server's own time to answer the latest listing (from the request sent
+    /// to its first byte, `ListedDirectories.latestListingTime`): shorter than a distant link's
+    /// round trip, longer than a near server's answer (a millisecond or two on loopback, however
+    /// long the listing waited for a connection behind background transfers).
     public var distantListingTime: Duration = .milliseconds(25)
     public var scanOpensWithin: Duration = .seconds(2)
     /// Data is synced and its blocks committed at least this often during a long transfer.

@@ -5,9 +5,17 @@ import Synchronization
 /// What the server said of a directory's listing.
 public enum ListingAnswer: Sendable {
     /// The held listing is current (`304`); the validator to keep.
-    case unchanged(RemoteValidator?)
+    case unchanged(RemoteValidator?, serverTime: Duration = .zero)
     /// The children, the listing's validator, and the URL the page came from after redirects.
-    case listed([WebListingEntry], RemoteValidator?, from: URL)
+    case listed([WebListingEntry], RemoteValidator?, from: URL, serverTime: Duration = .zero)
+
+    /// How long the server took to answer, from the request sent to the first byte of its reply
+    /// (`DocumentReply.serverTime`; for a listing of several pages, the last page's).
+    public var serverTime: Duration {
+        switch self {
+        case .unchanged(_, let time), .listed(_, _, _, let time): time
+        }
+    }
 }
 
 /// Fetches the listing of one directory URL: its children, or why they could not be had.
@@ -249,17 +257,19 @@ public final class ListedDirectories: Sendable {
 
     // MARK: Listing
 
-    /// How long the latest listing took from asking to its answer: the server's round trip and
-    /// the page's transfer, not the tree's growth after it. Tells a near server from a distant one.
+    /// How long the server took to answer the latest listing (`ListingAnswer.serverTime`): its
+    /// round trip, not the wait for a free connection nor the page's transfer nor the tree's
+    /// growth after it. Tells a near server from a distant one.
     public var latestListingTime: Duration {
         .nanoseconds(latestListingNanoseconds.load(ordering: .relaxed))
     }
 
     private func startQueued() {
         while let (path, url, validator) = nextToList() {
-            let asked = DispatchTime.now().uptimeNanoseconds
             lister.list(url, heldVersion: validator) { [self] result in
-                latestListingNanoseconds.store(DispatchTime.now().uptimeNanoseconds &- asked, ordering: .relaxed)
+                if case .success(let answer) = result {
+                    latestListingNanoseconds.store(UInt64(answer.serverTime / .nanoseconds(1)), ordering: .relaxed)
+                }
                 finished(path, result)
             }
         }
@@ -323,9 +333,9 @@ public final class ListedDirectories: Sendable {
             alsoLocked(&state, state.recorded)
             var refused: [(name: String, refusal: ListedTree.Refusal)] = []
             switch answer {
-            case .unchanged(let validator):
+            case .unchanged(let validator, _):
                 state.tree.confirm(path, at: now, validator: validator)
-            case .listed(let children, let validator, let place):
+            case .listed(let children, let validator, let place, _):
                 refused = state.tree.record(children, at: path, from: place, validator: validator, listedAt: now)
             }
             return (refused, state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })

@@ -39,7 +39,7 @@ public struct WebDirectoryLister: DirectoryLister {
             let reply = document.reply
             // Most servers send no validator with a listing: there is then nothing to ask again with.
             let validator = reply.validator.etag == nil && reply.validator.lastModified == nil ? nil : reply.validator
-            if reply.notModified { return completion(.success(.unchanged(validator))) }
+            if reply.notModified { return completion(.success(.unchanged(validator, serverTime: reply.serverTime))) }
             // A page of 10,000 links takes a while to read: not on the thread that runs every transfer.
             DispatchQueue.global().async {
                 do throws(WebListingError) {
@@ -47,7 +47,7 @@ public struct WebDirectoryLister: DirectoryLister {
                     for link in listing.skipped {
                         logger.notice("\(url.redactedForDisplay): link left out: \(link)")
                     }
-                    completion(.success(.listed(listing.entries, validator, from: reply.finalURL)))
+                    completion(.success(.listed(listing.entries, validator, from: reply.finalURL, serverTime: reply.serverTime)))
                 } catch {
                     // Asking again brings the same page: not a transient failure.
                     completion(.failure(FetchError(url, .unreadableListing(error.reason))))

@@ -387,7 +387,8 @@ final class CurlTransfer {
                 }
                 completion(.success(DocumentReply(notModified: notModified, validator: validator,
                                                   contentType: responseHeaders.value(of: "Content-Type"),
-                                                  finalURL: effectiveURL ?? request.url, modified: responseHeaders.lastModified)))
+                                                  finalURL: effectiveURL ?? request.url, modified: responseHeaders.lastModified,
+                                                  serverTime: serverTime)))
             }
         }
         return nil
@@ -413,6 +414,14 @@ final class CurlTransfer {
         var code = 0
         rangefs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
         return code
+    }
+
+    /// From the request sent to the reply's first byte (libcurl's timings; summed over redirects).
+    private var serverTime: Duration {
+        var sent: curl_off_t = 0, firstByte: curl_off_t = 0
+        rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &sent)
+        rangefs_easy_getinfo_off(easy, CURLINFO_STARTTRANSFER_TIME_T, &firstByte)
+        return .microseconds(max(0, firstByte - sent))
     }
 
     private var contentLength: UInt64? {

@@ -53,13 +53,18 @@ public struct DocumentReply: Sendable, Equatable {
     public var finalURL: URL
     /// `Last-Modified` as a date.
     public var modified: Date?
+    /// From the request sent to the reply's first byte: the server's round trip and its own
+    /// work, without the wait for a free connection or the body's transfer.
+    public var serverTime: Duration
 
-    public init(notModified: Bool, validator: RemoteValidator, contentType: String?, finalURL: URL, modified: Date?) {
+    public init(notModified: Bool, validator: RemoteValidator, contentType: String?, finalURL: URL, modified: Date?,
+                serverTime: Duration = .zero) {
         self.notModified = notModified
         self.validator = validator
         self.contentType = contentType
         self.finalURL = finalURL
         self.modified = modified
+        self.serverTime = serverTime
     }
 }
 

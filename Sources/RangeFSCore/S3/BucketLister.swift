@@ -69,7 +69,8 @@ public struct BucketLister: DirectoryLister {
                     }
                     return listPage(of: url, prefix: prefix, after: next, pages: pages, completion: completion)
                 }
-                completion(.success(.listed(children(of: prefix, pages: pages), nil, from: url)))
+                completion(.success(.listed(children(of: prefix, pages: pages), nil, from: url,
+                                            serverTime: document.reply.serverTime)))
             }
         }
     }
