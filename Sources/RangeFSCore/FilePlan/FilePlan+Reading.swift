@@ -180,8 +180,10 @@ extension FilePlan {
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
-    /// It waits until half the window is free, so the leading edge moves in large requests
-    /// (joined with the reader's own) instead of one small request per read.
+    /// It waits until half the window is free (neither here nor on its way), so the leading
+    /// edge moves in large requests (joined with the reader's own) instead of one small request
+    /// per read. Exactly half is enough: a first read of half a block whose block is already on
+    /// its way (the head the prefetcher fetches first) has the next block ahead of it.
     func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
         guard window > 0, offset < layout.fileSize else { return nil }
         let end = min(layout.fileSize, offset + window)
@@ -190,7 +192,7 @@ extension FilePlan {
             return nil
         }
         let firstOffset = layout.byteRange(ofBlock: first).lowerBound
-        guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
+        guard firstOffset <= offset + window / 2 || end == layout.fileSize else { return nil }
         return end
     }
 }
