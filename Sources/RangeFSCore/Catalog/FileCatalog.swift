@@ -56,8 +56,11 @@ public final class FileCatalog: Sendable {
     /// Which files readers use, so background work can serve them first.
     struct FileUsage {
         var openHandles: [String: Int] = [:]
-        /// Every file opened during this mount, in the order first opened.
+        /// Every file opened during this mount, in the order first opened...
         var everOpened: [String] = []
+        /// ...and the same as a set: a library's scan opens every file once, and a look through
+        /// the list at each open made the scan quadratic in the library's size.
+        var everOpenedKeys: Set<String> = []
     }
 
     public init(manifest: Manifest, blockSize: UInt64, limits: CacheLimits = CacheLimits(),
@@ -99,7 +102,7 @@ public final class FileCatalog: Sendable {
             completion(result.map { file in
                 let key = file.url.absoluteString
                 let firstOpen = usage.withLock { usage -> Bool in
-                    let first = usage.openHandles[key] == nil && !usage.everOpened.contains(key)
+                    let first = usage.everOpenedKeys.insert(key).inserted
                     if first { usage.everOpened.append(key) }
                     usage.openHandles[key, default: 0] += 1
                     return first

@@ -180,10 +180,13 @@ extension FilePlan {
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
-    /// It waits until half the window is free (neither here nor on its way), so the leading
-    /// edge moves in large requests (joined with the reader's own) instead of one small request
-    /// per read. Exactly half is enough: a first read of half a block whose block is already on
-    /// its way (the head the prefetcher fetches first) has the next block ahead of it.
+    /// It waits until more than half the window is free (neither here nor on its way), so the
+    /// leading edge moves in large requests (joined with the reader's own) instead of one small
+    /// request per read. So a first read of half a block whose block is already on its way (the
+    /// head the prefetcher fetched for scanners) asks for nothing more: a tag reader that reads
+    /// only the head costs no read-ahead, and a player's read-ahead starts with its second read
+    /// (a library's first scan over a distant link took 9.6 s instead of 7.3 with exactly half
+    /// enough; a read-through at 96 KB/s per connection gained 16 % from it).
     func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
         guard window > 0, offset < layout.fileSize else { return nil }
         let end = min(layout.fileSize, offset + window)
@@ -192,7 +195,7 @@ extension FilePlan {
             return nil
         }
         let firstOffset = layout.byteRange(ofBlock: first).lowerBound
-        guard firstOffset <= offset + window / 2 || end == layout.fileSize else { return nil }
+        guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
         return end
     }
 }
