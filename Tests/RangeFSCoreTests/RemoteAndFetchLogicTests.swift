@@ -168,3 +168,19 @@ import Testing
         #expect(calls.count.withLock { $0 } == 1)
     }
 }
+
+@Suite struct HandOverTests {
+    /// A held transfer giving its connection up takes what already arrived: at least
+    /// `least`, until no byte came for `settle`, and never longer than `longest`.
+    @Test func aHandOverEndsOnceItsBytesStopComingOrItsTimeIsUp() {
+        let began = ContinuousClock.now
+        let handOver = HandOver(began: began)
+        #expect(!handOver.isOver(lastBodyAt: nil, now: began + .milliseconds(1)), "too soon")
+        #expect(handOver.isOver(lastBodyAt: nil, now: began + HandOver.least), "nothing came")
+        let lastByte = began + .milliseconds(10)
+        #expect(!handOver.isOver(lastBodyAt: lastByte, now: lastByte + .milliseconds(1)), "bytes still coming")
+        #expect(handOver.isOver(lastBodyAt: lastByte, now: lastByte + HandOver.settle), "they stopped")
+        let late = began + HandOver.longest
+        #expect(handOver.isOver(lastBodyAt: late, now: late), "its time is up")
+    }
+}

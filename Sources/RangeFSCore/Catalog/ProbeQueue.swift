@@ -21,9 +21,8 @@ final class ProbeQueue: Sendable {
         var total = 8
         /// Probes at once for listings and the background, so readers always find room.
         var lowPriority = 6
-        /// How long background probes wait after a probe a reader waited on ended
-        /// (`FetchPolicy.probeGraceAfterReader`).
-        var afterReader: Duration = .milliseconds(20)
+        /// How long background probes wait after a probe a reader waited on ended.
+        var afterReader = FetchPolicy().probeGraceAfterReader
     }
 
     private struct State {

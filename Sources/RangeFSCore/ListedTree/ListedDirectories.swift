@@ -5,9 +5,9 @@ import Synchronization
 /// What the server said of a directory's listing.
 public enum ListingAnswer: Sendable {
     /// The held listing is current (`304`); the validator to keep.
-    case unchanged(RemoteValidator?, serverTime: Duration = .zero)
+    case unchanged(RemoteValidator?, serverTime: Duration)
     /// The children, the listing's validator, and the URL the page came from after redirects.
-    case listed([WebListingEntry], RemoteValidator?, from: URL, serverTime: Duration = .zero)
+    case listed([WebListingEntry], RemoteValidator?, from: URL, serverTime: Duration)
 
     /// How long the server took to answer, from the request sent to the first byte of its reply
     /// (`DocumentReply.serverTime`; for a listing of several pages, the last page's).

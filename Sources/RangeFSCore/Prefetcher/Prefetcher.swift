@@ -152,7 +152,8 @@ public final class Prefetcher: Sendable {
             client.setBackgroundPaused(true)
             logger.info("background fetching is paused (rangefs resume to continue)")
         }
-        // Files already complete are known at once; their transfers wait (`mountGrace`).
+        // A program's first requests often follow the mount at once: background transfers wait
+        // `mountGrace` for them (size probes go on).
         client.quietBackground(for: catalog.environment.policy.mountGrace, headsToo: true)
         pump()
     }

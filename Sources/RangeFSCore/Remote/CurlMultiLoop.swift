@@ -97,7 +97,7 @@ final class CurlMultiLoop {
     /// are done. One whose pace is not known yet runs until it is (`reviewFinishingFirst`).
     private func startForeground(_ spec: TransferSpec) {
         // One handing its connection over frees it within milliseconds.
-        let leaving = active.values.count { $0.handOverEnds != nil && $0.server == spec.server }
+        let leaving = active.values.count { $0.handOver != nil && $0.server == spec.server }
         var excess = connections(to: spec.server) - leaving + 1 - configuration.maxConnectionsPerHost
         // One already finishing first frees its connection for an earlier request.
         let background = active.filter {
@@ -146,25 +146,14 @@ final class CurlMultiLoop {
 
     /// Ends a background transfer here and queues the rest of its range; false when it has
     /// no rest to ask for (then it keeps its connection). One that was held first takes what
-    /// reached this machine while it stood still (`endHandOvers` ends it then): its server
-    /// went on sending into the connection's buffers (on loopback a megabyte or more), which
-    /// closing the connection would throw away.
+    /// reached this machine while it stood still (`HandOver`; `endHandOvers` ends it).
     private func giveUpConnection(of easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) -> Bool {
         guard transfer.remainder() != nil else { return false }
         guard transfer.isPaused else { return endForReader(easy, transfer) }
-        transfer.beginHandOver(for: Self.handOverTime)
+        transfer.handOver = HandOver()
         resume(easy, transfer)
         return true
     }
-
-    /// How long a hand-over may take what already arrived: it is on this machine, read at memory
-    /// speed (megabytes in a millisecond or two), and done once its bytes stop coming
-    /// (`CurlTransfer.handOverTookWhatArrived`); the reader's request waits this long at most.
-    private static let handOverTime = Duration.milliseconds(50)
-    /// A hand-over goes on at least this long (a loaded machine may not run the loop sooner)...
-    private static let handOverLeast = Duration.milliseconds(5)
-    /// ...and until no byte came for this long.
-    private static let handOverSettle = Duration.milliseconds(2)
 
     /// Hand-overs that took what had arrived, or whose time is up, give their connections up
     /// now. True while some are still taking what arrived (the loop then looks again in a
@@ -173,12 +162,12 @@ final class CurlMultiLoop {
         var pending = false
         let now = ContinuousClock.now
         for (easy, transfer) in active {
-            guard let ends = transfer.handOverEnds else { continue }
-            if now < ends && !transfer.handOverTookWhatArrived(least: Self.handOverLeast, settle: Self.handOverSettle, now: now) {
+            guard transfer.handOver != nil else { continue }
+            if !transfer.handOverIsOver(now: now) {
                 pending = true
             } else if !endForReader(easy, transfer) {
                 // Nothing is left to ask for: it runs to its end.
-                transfer.endHandOver()
+                transfer.handOver = nil
                 transfer.finishesFirst = true
             }
         }

@@ -60,15 +60,12 @@ final class CurlTransfer {
     /// A background transfer close to its end that runs to it instead of giving its connection
     /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
     var finishesFirst = false
-    /// Set while a held background transfer gives its connection up to a reader's request
-    /// (`CurlMultiLoop.giveUpConnection`): until it has taken the body bytes that reached this
-    /// machine while it was held (closing the connection would throw them away), or this time
-    /// at the latest. Not held meanwhile.
-    private(set) var handOverEnds: ContinuousClock.Instant?
-    private var handOverBegan: ContinuousClock.Instant?
+    /// Set while a held background transfer gives its connection up to a reader's request,
+    /// taking first what reached this machine while it was held. Not held meanwhile.
+    var handOver: HandOver?
     /// It receives whatever readers do: it runs to its end, or it is handing its connection over.
     /// Such a transfer is neither held nor asked to give its connection up.
-    var isNeverHeld: Bool { finishesFirst || handOverEnds != nil }
+    var isNeverHeld: Bool { finishesFirst || handOver != nil }
     private var pace = TransferPace()
     /// When the request was handed to libcurl.
     var startedAt: ContinuousClock.Instant { pace.startedAt }
@@ -236,26 +233,9 @@ final class CurlTransfer {
         return pace.restDuration(received: bodyBytes, rest: rest)
     }
 
-    /// Starts a hand-over of its connection that takes what already arrived, for `duration` at most.
-    func beginHandOver(for duration: Duration) {
-        let now = ContinuousClock.now
-        handOverBegan = now
-        handOverEnds = now + duration
-    }
-
-    /// The hand-over is over without giving the connection up (nothing was left to ask for).
-    func endHandOver() {
-        handOverEnds = nil
-        handOverBegan = nil
-    }
-
-    /// Whether a hand-over has taken what reached this machine: it went on for `least`, and no
-    /// byte came for `settle` since. Each round of the loop reads all its socket holds; on
-    /// loopback the server's send buffer refills the socket as it is drained, over a distant
-    /// link what is still on the way comes a round trip later and is given up.
-    func handOverTookWhatArrived(least: Duration, settle: Duration, now: ContinuousClock.Instant) -> Bool {
-        guard let began = handOverBegan, now - began >= least else { return false }
-        return now - max(began, pace.lastBodyAt ?? began) >= settle
+    /// Whether its hand-over took what had arrived, or its time is up; false without one.
+    func handOverIsOver(now: ContinuousClock.Instant) -> Bool {
+        handOver?.isOver(lastBodyAt: pace.lastBodyAt, now: now) ?? false
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the

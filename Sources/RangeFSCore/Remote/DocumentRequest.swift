@@ -58,7 +58,7 @@ public struct DocumentReply: Sendable, Equatable {
     public var serverTime: Duration
 
     public init(notModified: Bool, validator: RemoteValidator, contentType: String?, finalURL: URL, modified: Date?,
-                serverTime: Duration = .zero) {
+                serverTime: Duration) {
         self.notModified = notModified
         self.validator = validator
         self.contentType = contentType

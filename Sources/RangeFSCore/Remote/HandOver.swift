@@ -1,0 +1,29 @@
+/// A held background transfer giving its connection up to a reader's request
+/// (`CurlMultiLoop.giveUpConnection`). While it stood still its server went on sending into the
+/// connection's buffers (on loopback a megabyte or more), which closing the connection would
+/// throw away: it first takes what reached this machine, read at memory speed, then gives the
+/// connection up. Owned by its `CurlTransfer`, on the client's thread.
+struct HandOver {
+    /// The reader's request waits this long at most.
+    static let longest = Duration.milliseconds(50)
+    /// It goes on at least this long (a loaded machine may not run the loop sooner)...
+    static let least = Duration.milliseconds(5)
+    /// ...and until no byte came for this long. Each round of the loop reads all the socket
+    /// holds; on loopback the server's send buffer refills it as it is drained, over a distant
+    /// link what is still on the way comes a round trip later and is given up.
+    static let settle = Duration.milliseconds(2)
+
+    let began: ContinuousClock.Instant
+
+    init(began: ContinuousClock.Instant = .now) {
+        self.began = began
+    }
+
+    /// Whether it took what had arrived (its latest body byte came at `lastBodyAt`), or its time is up.
+    func isOver(lastBodyAt: ContinuousClock.Instant?, now: ContinuousClock.Instant) -> Bool {
+        let elapsed = now - began
+        if elapsed >= Self.longest { return true }
+        guard elapsed >= Self.least else { return false }
+        return now - max(began, lastBodyAt ?? began) >= Self.settle
+    }
+}
