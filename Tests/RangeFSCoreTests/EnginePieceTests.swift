@@ -127,7 +127,9 @@ struct EnginePieceTests {
         let file = try #require(try engine.file("a.bin").value)
         #expect(try engine.read(file, 300_000..<300_010).value == Self.slice(300_000..<300_010))
         let gets = engine.gets("a.bin")
-        #expect(gets.map(\.range) == ["bytes=262144-393215"], "piece 2, whole: \(gets)")
+        // Piece 2, whole, in requests of the smallest size (one block each) while the host's
+        // speed is unknown; they go out at once, so the server may see either first.
+        #expect(gets.compactMap(\.range).sorted() == ["bytes=262144-327679", "bytes=327680-393215"], "piece 2, whole: \(gets)")
         #expect(file.snapshot.cachedBytes == 131_072)
     }
 }

@@ -45,7 +45,7 @@ private let noReply = PlanFixture.noReply
                   expected: ["fail \(name): unmounting"]),
     ])
     func aFailedTransferIsRetriedOrFailsItsReaders(_ example: RetryCase) {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.maxAttempts = example.maxAttempts
         var plan = PlanFixture.plan(size: 2 * block, policy: policy)
         #expect(plan.read(0..<2 * block, readAhead: 0) == ["fetch #0 0..<131072", "wait #0"])
@@ -117,12 +117,12 @@ private let noReply = PlanFixture.noReply
         let piece = plan.nextBackgroundPiece(maxBytes: 2 * block)
         #expect(piece == 0..<131072)
         #expect(PlanFixture.lines(plan.startBackgroundTransfer(piece!, onFinish: { _ in })) == ["fetch #0 0..<131072 background"])
-        #expect(plan.read(block..<block + 10) == ["raise", "wait #0"])
+        #expect(plan.read(8192..<8202) == ["raise", "wait #0"])
         #expect(plan.takeReservation(of: 0, for: 4096) == 4096)
         #expect(plan.write(0, 0..<4096) == [])
         plan.stopForSpace(0)
         #expect(plan.end(0, .failure(.localStorage("no room"))) == [
-            "release 126976", "read through 65536..<65546", "notify true",
+            "release 126976", "read through 8192..<8202", "notify true",
         ])
         #expect(plan.waitingForSpace && plan.transfers.isEmpty)
     }
@@ -266,7 +266,7 @@ private let noReply = PlanFixture.noReply
     }
 
     @Test func backgroundWorkLeavesTheBlocksPastASequentialReaderToItsReadAhead() {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.readerZoneBytes = 4 * block
         var plan = PlanFixture.plan(size: 12 * block, blocks: [0], policy: policy)
         #expect(plan.read(block..<block + 10, readAhead: block) == ["fetch #0 65536..<196608", "wait #0"])

@@ -15,10 +15,19 @@ enum PlanFixture {
     static let noReply: ReadCompletion = { _ in }
     static let name = origin.redactedForDisplay
 
+    /// The tests' policy: requests of at least four blocks, so that a read's blocks go out
+    /// together unless a test asks for smaller requests (`FilePlanRequestPartsTests` splits
+    /// blocks in parts, as the default policy does on a slow link).
+    static var policy: FetchPolicy {
+        var policy = FetchPolicy()
+        policy.minRequestBytes = 4 * block
+        return policy
+    }
+
     /// Requests of up to 2 MiB whatever the host's speed, not 256 KiB while it is unknown: for
     /// tests of a reader joining the one transfer a read with read-ahead started.
     static var oneReadAheadRequest: FetchPolicy {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.minRequestBytes = policy.maxRequestBytes
         return policy
     }
@@ -26,7 +35,7 @@ enum PlanFixture {
     /// A plan of a file of `size` bytes in 64 KiB blocks, holding `blocks`.
 
     static func plan(size: UInt64, blocks: [Int] = [], streamOnly: Bool = false, location: URL? = nil,
-                     policy: FetchPolicy = FetchPolicy()) -> FilePlan {
+                     policy: FetchPolicy = PlanFixture.policy) -> FilePlan {
         let layout = BlockLayout(fileSize: size, blockSize: block)
         var bitmap = BlockBitmap(blockCount: layout.blockCount)
         for index in blocks { bitmap.insert(index) }

@@ -49,7 +49,7 @@ struct HeadTailCase: Sendable, CustomTestStringConvertible {
         let count = Int((size + pieceLength - 1) / pieceLength)
         let pieces = try #require(PieceHashes(pieceLength: pieceLength, hexDigests: Array(repeating: String(repeating: "0", count: 64), count: count)))
         let layout = BlockLayout(fileSize: size, blockSize: block)
-        let plan = FilePlan(url: PlanFixture.origin, layout: layout, policy: FetchPolicy(), blocks: BlockBitmap(blockCount: layout.blockCount),
+        let plan = FilePlan(url: PlanFixture.origin, layout: layout, policy: PlanFixture.policy, blocks: BlockBitmap(blockCount: layout.blockCount),
                             complete: false, streamOnly: false, expectedSHA256: nil,
                             source: FetchSource(location: nil, validator: PlanFixture.validator), pieces: pieces)
         #expect(plan.headAndTail(HeadTailSizes(head: 1, tail: 1)) == [0..<2 * block, 7 * block..<size])

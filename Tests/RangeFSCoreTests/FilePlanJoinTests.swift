@@ -35,8 +35,12 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
         JoinCase(name: "unknown speed, background work, reader far ahead: cut, own request",
                  started: .background, readAt: far,
                  expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
-        JoinCase(name: "unknown speed, background work, reader within the join distance: waits (and raises it)",
-                 started: .background, readAt: 2 * block, expected: ["raise", "wait #0"]),
+        JoinCase(name: "unknown speed, background work, reader at its frontier: waits (and raises it)",
+                 started: .background, readAt: 0, expected: ["raise", "wait #0"]),
+        JoinCase(name: "unknown speed, background work, reader two blocks past its frontier: cut, own request",
+                 started: .background, readAt: 2 * block, expected: [
+                     "end early at 131072", "release 917504", "log debug", "fetch #1 131072..<196608", "wait #0",
+                 ]),
         JoinCase(name: "unknown speed, a reader's transfer, its kernel read-ahead beyond the join distance: waits",
                  started: .forReader, readAt: 3 * block, expected: ["wait #1"]),
         JoinCase(name: "a first burst alone tells no speed: background work is not waited for",
@@ -81,9 +85,10 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
                              hostBytesPerSecond: example.hostBytesPerSecond)
         #expect(read == example.expected)
         // A cut transfer ends where the reader's request begins: no block is asked for twice.
-        if read.contains(Self.farBlock) {
-            #expect(plan.transfers[0]?.bytes.upperBound == Self.far)
-            #expect(plan.transfers[0]?.blocks == 0..<12)
+        if let cut = read.first(where: { $0.hasPrefix("end early at ") }), let at = UInt64(cut.dropFirst("end early at ".count)) {
+            #expect(plan.transfers[0]?.bytes.upperBound == at)
+            #expect(plan.transfers[0]?.blocks == plan.layout.blocks(covering: 0..<at))
+            #expect(read.contains { $0.hasPrefix("fetch #1 \(at)..<") }, "the reader's request begins where the cut ends it")
         } else {
             #expect(plan.transfers[0]?.bytes == 0..<Self.size)
         }

@@ -12,7 +12,7 @@ struct FilePlanPieceTests {
 
     static func plan(mirrors: [URL] = []) -> FilePlan {
         FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 8 * Fixture.block, blockSize: Fixture.block),
-                 policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 8), complete: false, streamOnly: false,
+                 policy: PlanFixture.policy, blocks: BlockBitmap(blockCount: 8), complete: false, streamOnly: false,
                  expectedSHA256: nil, source: FetchSource(location: nil, validator: Fixture.validator),
                  mirrors: mirrors, pieces: pieces)
     }
@@ -86,7 +86,7 @@ struct FilePlanPieceTests {
         var bitmap = BlockBitmap(blockCount: 8)
         bitmap.insert(0..<2)
         var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 8 * Fixture.block, blockSize: Fixture.block),
-                            policy: FetchPolicy(), blocks: bitmap, complete: false, streamOnly: false, expectedSHA256: nil,
+                            policy: PlanFixture.policy, blocks: bitmap, complete: false, streamOnly: false, expectedSHA256: nil,
                             source: FetchSource(location: nil, validator: Fixture.validator), pieces: Self.pieces)
         #expect(plan.read(0..<4096) == ["answer 0..<4096"])
         #expect(plan.isPieceVerified(0) && !plan.isPieceVerified(1))

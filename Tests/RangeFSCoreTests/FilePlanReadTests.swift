@@ -111,7 +111,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     /// half that block (a window of a block) joins the head and asks for nothing more: a tag
     /// reader that reads only the head costs no read-ahead. The second read in a row does.
     @Test func aFirstReadOfAHeadOnItsWaySendsNoReadAheadTheSecondDoes() {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.minRequestBytes = block
         var plan = PlanFixture.plan(size: 16 * block, policy: policy)
         #expect(plan.background(0..<block) == ["fetch #0 0..<65536 background"])
@@ -120,7 +120,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func aReadAndItsReadAheadGoOutInSeveralRequestsAtOnce() {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.minRequestBytes = 2 * block
         var plan = PlanFixture.plan(size: 16 * block, policy: policy)
         // No speed known yet: requests of the smallest size (2 blocks here), the first with the
@@ -138,7 +138,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func readAheadWaitsWhileTheFilesReadersHaveTheirMostRequestsInFlight() {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.minRequestBytes = block
         policy.maxReaderRequests = 3
         var plan = PlanFixture.plan(size: 16 * block, policy: policy)
@@ -159,7 +159,7 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test func readAheadNobodyWaitsOnLetsBackgroundWorkGoOnUntilAReadWaitsOnIt() {
-        var policy = FetchPolicy()
+        var policy = PlanFixture.policy
         policy.minRequestBytes = block
         var plan = PlanFixture.plan(size: 16 * block, policy: policy)
         #expect(plan.read(0..<block, readAhead: 2 * block) == [
@@ -178,14 +178,15 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         #expect(plan.transfers[2]?.urgency.priority == .readAhead)
     }
 
+    /// The default policy's sizes: 64 KiB while the speed is unknown or where half a second of
+    /// it is less, half a second of it up to 2 MiB.
     @Test func aRequestIsHalfASecondOfTheHostsSpeedWithinItsBounds() {
-        let plan = PlanFixture.plan(size: 16 * block)
-        let policy = plan.policy
-        #expect(plan.requestBytes(hostBytesPerSecond: nil) == policy.minRequestBytes)
-        #expect(plan.requestBytes(hostBytesPerSecond: 98_304) == policy.minRequestBytes,
+        let plan = PlanFixture.plan(size: 16 * block, policy: FetchPolicy())
+        #expect(plan.requestBytes(hostBytesPerSecond: nil) == 64 * 1024)
+        #expect(plan.requestBytes(hostBytesPerSecond: 98_304) == 64 * 1024,
                 "96 KB/s: half a second is less than the smallest request")
         #expect(plan.requestBytes(hostBytesPerSecond: 2_000_000) == 1_000_000)
-        #expect(plan.requestBytes(hostBytesPerSecond: 900_000_000) == policy.maxRequestBytes)
-        #expect(plan.requestBytes(hostBytesPerSecond: .infinity) == policy.maxRequestBytes)
+        #expect(plan.requestBytes(hostBytesPerSecond: 900_000_000) == 2 * 1024 * 1024)
+        #expect(plan.requestBytes(hostBytesPerSecond: .infinity) == 2 * 1024 * 1024)
     }
 }

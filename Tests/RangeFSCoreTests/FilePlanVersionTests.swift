@@ -14,7 +14,7 @@ struct FilePlanVersionTests {
         let layout = BlockLayout(fileSize: size, blockSize: PlanFixture.block)
         var bitmap = BlockBitmap(blockCount: layout.blockCount)
         for index in blocks { bitmap.insert(index) }
-        return FilePlan(url: PlanFixture.origin, layout: layout, policy: FetchPolicy(), blocks: bitmap, complete: false,
+        return FilePlan(url: PlanFixture.origin, layout: layout, policy: PlanFixture.policy, blocks: bitmap, complete: false,
                         streamOnly: false, expectedSHA256: nil,
                         source: FetchSource(location: nil, validator: RemoteValidator(etag: nil, lastModified: nil)))
     }

@@ -8,7 +8,7 @@ import Testing
 struct FileSourcesTests {
     typealias Fixture = PlanFixture
     static let mirrors = [Fixture.mirror, Fixture.otherMirror]
-    static let policy = FetchPolicy()
+    static let policy = PlanFixture.policy
 
     /// Three sources of a file of `size` bytes, each answered by its probe with its own validator.
     static func probedSources(size: UInt64 = 4 * Fixture.block) -> FileSources {
@@ -157,7 +157,7 @@ struct FileSourcesTests {
     /// A plan of a file of four blocks with two mirrors, both probed.
     static func planWithMirrors() -> FilePlan {
         var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 4 * Fixture.block, blockSize: Fixture.block),
-                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
+                            policy: PlanFixture.policy, blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
                             expectedSHA256: nil, source: FetchSource(location: nil, validator: Fixture.validator),
                             mirrors: mirrors)
         #expect(plan.read(0..<Fixture.block) == ["probe source 1", "probe source 2", "fetch #0 0..<65536", "wait #0"])
@@ -176,7 +176,7 @@ struct FileSourcesTests {
     /// A plan of a 1 MiB file (16 blocks) with two mirrors, both probed and measured at `speeds`.
     static func largePlanWithMirrors(_ speeds: [Double]) -> FilePlan {
         var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 16 * Fixture.block, blockSize: Fixture.block),
-                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 16), complete: false, streamOnly: false,
+                            policy: PlanFixture.policy, blocks: BlockBitmap(blockCount: 16), complete: false, streamOnly: false,
                             expectedSHA256: nil, source: FetchSource(location: nil, validator: Fixture.validator),
                             mirrors: mirrors)
         _ = plan.probeNewSources()
@@ -248,7 +248,7 @@ struct FileSourcesTests {
 
     @Test func transfersWaitForAProbeWhenNoSourceIsUsable() {
         var plan = FilePlan(url: Fixture.origin, layout: BlockLayout(fileSize: 4 * Fixture.block, blockSize: Fixture.block),
-                            policy: FetchPolicy(), blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
+                            policy: PlanFixture.policy, blocks: BlockBitmap(blockCount: 4), complete: false, streamOnly: false,
                             expectedSHA256: nil, source: FetchSource(location: Fixture.mirror, validator: Fixture.validator),
                             mirrors: [Fixture.mirror])
         // The record is the mirror's: the manifest URL is asked about first.

@@ -72,7 +72,9 @@ extension RangeFSIntegrationTests {
                 Issue.record("round \(round): rangefs mount failed: \(r)\(Check.daemonLog(mount))")
                 break
             }
-            let wait = Double(Int.random(in: 50...500, using: &random)) / 1000
+            // Background transfers stand still for the mount grace (250 ms) after the mount: the
+            // kill comes during the fetching that follows it.
+            let wait = FetchPolicy().mountGrace / .seconds(1) + Double(Int.random(in: 50...500, using: &random)) / 1000
             Thread.sleep(forTimeInterval: wait)
             guard let pid = mount.daemonPid() else {
                 Issue.record("round \(round): no daemon pid (root xattr user.rangefs.pid)")

@@ -283,6 +283,8 @@ public final class CachedFile: Sendable {
         for action in actions {
             switch action {
             case .fetch(let id, let bytes, let urgency, let wholeBody):
+                // Read-ahead a reader's read did not start itself (`continueReadAhead`) is read-ahead whole.
+                let readAheadFrom = readAheadFrom ?? (urgency.priority == .readAhead ? bytes.lowerBound : nil)
                 startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
             case .retry(let id, let bytes, let urgency, let wholeBody, let delay):
                 environment.metrics.retried()

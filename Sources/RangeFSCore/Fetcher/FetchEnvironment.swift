@@ -8,8 +8,9 @@ public struct FetchPolicy: Sendable {
     /// known) and `maxRequestBytes` (`FilePlan.requestBytes`), several at once: where a server
     /// or CDN limits each connection, each is another connection's worth of speed (rclone's
     /// `--vfs-read-chunk-streams`), and on any link a fault costs one request, not the file.
+    /// Below the block size, a block goes out in several requests.
     public var requestTime: Duration = .milliseconds(500)
-    public var minRequestBytes: UInt64 = 256 * 1024
+    public var minRequestBytes: UInt64 = 64 * 1024
     public var maxRequestBytes: UInt64 = 2 * 1024 * 1024
     /// A file's readers' requests in flight beyond which read-ahead waits: below the client's
     /// connections per server (8), so another reader's request finds one.
@@ -56,10 +57,10 @@ public struct FetchPolicy: Sendable {
     /// A server's `Retry-After` is honoured up to this long; a longer one ends the attempts.
     public var maxRetryAfter: Duration = .seconds(30)
     /// A reader waits for a running transfer that should reach its bytes within `joinWaitLimit`
-    /// at its speed (its own once measured, else its host's), or while no speed is known, one
-    /// at most this many blocks from them; otherwise it asks for its blocks itself
-    /// (`FilePlan+Joining`).
-    public var joinDistanceBlocks: UInt64 = 2
+    /// at its speed (its own once measured, else its host's), or while no speed is known, for
+    /// background work only `joinDistance` past where it stands (about what the reader's own
+    /// first request would bring); otherwise it asks for its bytes itself (`FilePlan+Joining`).
+    public var joinDistance: UInt64 = 64 * 1024
     public var joinWaitLimit: Duration = .milliseconds(250)
     /// A transfer's speed counts as known once its bytes have flowed this long, or this many
     /// of them have arrived, after its first ones.

@@ -3,7 +3,7 @@ import Synchronization
 
 /// How fast a request to each host brought its bytes lately, for a reader that must choose
 /// between waiting for a running transfer of unknown speed and asking for its bytes itself
-/// (`FilePlan.isComingSoon`). Only transfers started for readers are measured: background
+/// (`FilePlan.firstLateByte`). Only transfers started for readers are measured: background
 /// transfers stand still whenever a reader waits, so their pace says little about the link.
 /// The fastest recent measure is kept: a small request is slowed by its round trip more than
 /// by the link, and would make a fast link look slow.

@@ -1,70 +1,77 @@
 import Foundation
 
-/// Whether a reader waits for a running transfer to bring its blocks or asks for them itself.
-/// It waits only for a transfer that will get there about as soon as a fresh request would.
-/// A transfer that would be late is cut where the reader's blocks begin: it still brings what
-/// lies before them, the reader's own request brings the rest, and no byte is fetched twice.
+/// Whether a reader waits for a running transfer to bring its bytes or asks for them itself.
+/// It waits only for what a transfer will bring about as soon as a fresh request would.
+/// A transfer that would be late is cut where its late bytes begin: it still brings what lies
+/// before them, the reader's own request brings the rest, and no byte is fetched twice.
 /// (Stopping the transfer outright would throw away the bytes it is about to bring; letting it
-/// run on would fetch the reader's blocks a second time, at the slow pace that made it late.)
+/// run on would fetch the reader's bytes a second time, at the slow pace that made it late.)
 extension FilePlan {
-    /// True when a reader of the block starting at `start` should wait for `transfer`, which
-    /// brings it: the transfer is in that block already, or reaches it within `joinWaitLimit`
-    /// at its own measured speed, else at the speed `hostBytesPerSecond` its host moved at
+    /// The first byte of `region` (bytes a reader wants) that `transfer` would bring late, or
+    /// nil when it brings all of them soon, or none. Soon is within `joinWaitLimit` at the
+    /// transfer's own measured speed, else at the speed `hostBytesPerSecond` its host moved at
     /// lately. Background work that may be held back (it stands still while readers wait) is
-    /// judged by the faster of the two: once a reader waits on it, it is let go and moves at
-    /// its host's pace. With no speed known at all, a block within `joinDistanceBlocks` of the
-    /// frontier is waited for, and beyond that only a transfer started for a reader: a
-    /// sequential reader whose kernel reads ahead of its own fresh transfer must not fetch
-    /// those blocks twice, while background work (a large chunk, maybe on a slow link) must not
-    /// make a reader far ahead wait for it. (With a speed known, distance alone says nothing:
-    /// two blocks are a few milliseconds on loopback and seconds where a server limits each
-    /// connection.)
-    func isComingSoon(_ start: UInt64, in transfer: Transfer, now: ContinuousClock.Instant,
-                      hostBytesPerSecond: Double?) -> Bool {
-        if start <= transfer.frontier { return true }
+    /// judged by the faster of the two: once a reader waits on it, it is let go and moves at its
+    /// host's pace. (Distance alone says nothing: two blocks are a few milliseconds on loopback
+    /// and seconds where a server limits each connection.) With no speed known at all, a
+    /// transfer started for a reader is waited for: a sequential reader whose kernel reads ahead
+    /// of its own fresh transfer must not fetch those bytes twice. Background work (a large
+    /// chunk, or a file's head not let go yet, maybe on a slow link) is waited for only as far
+    /// as the reader's own first request would bring (`joinDistance`): the rest comes in
+    /// requests of the reader's own at once, not at one connection's pace after it.
+    /// A reader's own transfer is cut at a block's start only, so that the parts a slow link's
+    /// reads go out in are not cut again and again; background work inside a block too.
+    func firstLateByte(of region: Range<UInt64>, in transfer: Transfer, now: ContinuousClock.Instant,
+                       hostBytesPerSecond: Double?) -> UInt64? {
+        let wanted = region.clamped(to: transfer.frontier..<transfer.bytes.upperBound)
+        guard !wanted.isEmpty else { return nil }
         let own = transfer.bytesPerSecond(at: now, policy: policy)
         let speed = transfer.mayBeHeldBack ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
-        guard let rate = speed else {
-            return start <= transfer.frontier + policy.joinDistanceBlocks * layout.blockSize || transfer.forReader
+        // Bytes up to `reach` come soon; the transfer can be cut at a multiple of `step`.
+        let reach: Double
+        let step = transfer.forReader ? layout.blockSize : Self.pageSize
+        if let rate = speed {
+            reach = Double(transfer.frontier) + max(rate, 0) * policy.joinWaitLimit.timeInterval
+        } else if transfer.forReader {
+            return nil
+        } else {
+            reach = Double(transfer.frontier + policy.joinDistance)
         }
-        guard rate > 0 else { return false }
-        return Double(start - transfer.frontier) / rate <= policy.joinWaitLimit.timeInterval
+        guard reach < Double(wanted.upperBound) else { return nil }
+        // The first multiple of `step` past `reach`: no byte before it is late.
+        let late = max(wanted.lowerBound, (UInt64(reach) / step + 1) * step)
+        return late < wanted.upperBound ? late : nil
     }
 
-    /// Cuts every transfer that brings some of a reader's `blocks` but would reach one of them
-    /// late, at the first such block (a transfer late for one block is late for every block
-    /// after it); background work also where it would bring a block of `withReadAhead` (the
-    /// read's blocks and its read-ahead) late: a reader's own transfers there are the
-    /// read-ahead. Returns the budget the cut transfers give back; `cutAny` says whether any was cut.
-    mutating func cutLateTransfers(bringing blocks: Range<Int>, withReadAhead: Range<Int>? = nil, now: ContinuousClock.Instant,
+    /// Cuts every transfer that brings some of a reader's `bytes` but would bring some of them
+    /// late, where its late bytes begin; background work also where it would bring bytes of
+    /// `withReadAhead` (the read's blocks and its read-ahead) late: a reader's own transfers
+    /// there are the read-ahead. Returns the budget the cut transfers give back; `cutAny` says
+    /// whether any was cut.
+    mutating func cutLateTransfers(bringing bytes: Range<UInt64>, withReadAhead: Range<UInt64>? = nil, now: ContinuousClock.Instant,
                                    hostBytesPerSecond: Double?) -> (actions: [Action], cutAny: Bool) {
         var actions: [Action] = []
         var cutAny = false
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
-            let shared = transfer.blocks.clamped(to: transfer.forReader ? blocks : withReadAhead ?? blocks)
-            guard let late = shared.first(where: { block in
-                !available.contains(block) && !isComingSoon(layout.byteRange(ofBlock: block).lowerBound, in: transfer,
-                                                            now: now, hostBytesPerSecond: hostBytesPerSecond)
-            }) else { continue }
-            if let (released, endEarly) = cut(id, atBlock: late) {
+            let region = transfer.forReader ? bytes : withReadAhead ?? bytes
+            guard let late = firstLateByte(of: region, in: transfer, now: now, hostBytesPerSecond: hostBytesPerSecond) else { continue }
+            if let (released, endEarly) = cut(id, at: late) {
                 cutAny = true
                 actions.append(endEarly)
                 if released > 0 { actions.append(.release(released)) }
-                actions.append(.log(.debug, "\(name): a reader of block \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends before that block"))
+                actions.append(.log(.debug, "\(name): a reader of byte \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends there"))
             }
         }
         return (actions, cutAny)
     }
 
-    /// Makes transfer `id` end where `block` starts. Returns the bytes the budget promised it
-    /// beyond that and the action that tells its request (`endEarly`), or nil when it cannot be
-    /// cut there (it has passed that point).
-    mutating func cut(_ id: Int, atBlock block: Int) -> (released: UInt64, endEarly: Action)? {
-        guard var transfer = transfers[id] else { return nil }
-        let end = layout.byteRange(ofBlock: block).lowerBound
-        guard transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }
+    /// Makes transfer `id` end at `end`. Returns the bytes the budget promised it beyond that
+    /// and the action that tells its request (`endEarly`), or nil when it cannot be cut there
+    /// (it has passed that point).
+    mutating func cut(_ id: Int, at end: UInt64) -> (released: UInt64, endEarly: Action)? {
+        guard var transfer = transfers[id], transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }
         transfer.bytes = transfer.bytes.lowerBound..<end
-        transfer.blocks = transfer.blocks.lowerBound..<max(transfer.blocks.lowerBound, block)
+        if !transfer.blocks.isEmpty { transfer.blocks = layout.blocks(covering: transfer.bytes) }
         transfer.cut = true
         let released = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
         transfer.reserved -= released

@@ -11,7 +11,7 @@ extension FilePlan {
     /// else queues it and starts what is missing (plus up to `readAhead` bytes after it, for a
     /// sequential reader) in as few requests as possible. The data file is open.
     /// `hostBytesPerSecond`: how fast the file's host moved lately (nil when unknown), for
-    /// choosing between waiting for a running transfer and asking for the bytes (`isComingSoon`).
+    /// choosing between waiting for a running transfer and asking for the bytes (`firstLateByte`).
     mutating func read(_ bytes: Range<UInt64>, readAhead: UInt64, now: ContinuousClock.Instant,
                        hostBytesPerSecond: Double? = nil, completion: @escaping ReadCompletion) -> [Action] {
         if complete || bytes.isEmpty {
@@ -23,7 +23,14 @@ extension FilePlan {
         }
         var actions = probeNewSources()
         readSinceOpen = true
-        if readAhead > 0 { sequentialReader = (bytes.upperBound, now) }
+        if readAhead > 0 {
+            sequentialReader = SequentialRead(end: bytes.upperBound, at: now, window: readAhead,
+                                              hostBytesPerSecond: hostBytesPerSecond)
+        } else {
+            // A jump (or a read the cache has no room to read ahead for): nothing more is
+            // fetched ahead until the reader reads in a row again (`continueReadAhead`).
+            sequentialReader?.window = 0
+        }
         if readAhead == 0, let sparse = planSparseRead(bytes) {
             actions += sparse
         } else {
@@ -44,8 +51,8 @@ extension FilePlan {
             // With piece hashes it waits for its whole pieces, so also for the transfers bringing
             // the rest of them: one held back there would hold the reader (and, as background
             // work waits while a reader does, both) until the read's deadline.
-            let blocks = layout.blocks(covering: pieceAligned(bytes))
-            for (id, transfer) in transfers where (transfer.mayBeHeldBack || transfer.isReadAhead) && transfer.blocks.overlaps(blocks) {
+            let waitedFor = pieceAligned(bytes)
+            for (id, transfer) in transfers where (transfer.mayBeHeldBack || transfer.isReadAhead) && transfer.bytes.overlaps(waitedFor) {
                 transfers[id]?.mayBeHeldBack = false
                 transfers[id]?.isReadAhead = false
                 actions.append(.raise(transfer.urgency))
@@ -61,8 +68,9 @@ extension FilePlan {
         return UInt64(layout.byteRange(ofBlocks: layout.blocks(covering: bytes)).count)
     }
 
-    /// Starts requests for the blocks of `bytes` that are neither here nor on their way, one
-    /// per run of adjacent blocks, split into requests of `requestBytes` that go out at once.
+    /// Starts requests for the bytes of the blocks of `bytes` that are neither here nor on their
+    /// way: one per run of adjacent blocks, split into requests of `requestBytes` that go out at
+    /// once (on a slow link a block goes out in several, `requestParts`).
     /// Blocks that start before `readerNeedsUntil` are a reader's own: a transfer that would
     /// bring one of them late is cut before it first (`cutLateTransfers`), so those blocks are
     /// asked for again here; the rest join any transfer that brings them. So is background
@@ -73,48 +81,80 @@ extension FilePlan {
         if streamOnly {
             return planStream()
         }
-        let maxBlocks = max(1, Int(requestBytes(hostBytesPerSecond: hostBytesPerSecond) / layout.blockSize))
         let readerEnd = min(max(readerNeedsUntil, bytes.lowerBound), bytes.upperBound)
-        let (cutActions, cutAny) = cutLateTransfers(bringing: layout.blocks(covering: bytes.lowerBound..<readerEnd),
-                                                    withReadAhead: layout.blocks(covering: bytes), now: now,
+        let (cutActions, cutAny) = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: bytes.lowerBound..<readerEnd)),
+                                                    withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: bytes)), now: now,
                                                     hostBytesPerSecond: hostBytesPerSecond)
         var actions = cutActions
-        var runStart: Int?
-        let blocks = layout.blocks(covering: bytes)
-        // Read-ahead (blocks the reader does not need yet) stops at `maxReaderRequests` in flight;
+        let request = requestBytes(hostBytesPerSecond: hostBytesPerSecond)
+        // Read-ahead (bytes the reader does not need yet) stops at `maxReaderRequests` in flight;
         // the reader's next reads ask for the rest as those end.
-        let firstAheadBlock = Int((readerNeedsUntil + layout.blockSize - 1) / layout.blockSize)
         var readerRequests = transfers.values.count { $0.forReader && !$0.wholeBody }
-        for block in blocks.lowerBound...blocks.upperBound {
-            let wanted = block < blocks.upperBound && !available.contains(block) && !isRequested(block)
-            if wanted, runStart == nil {
-                if block >= firstAheadBlock, readerRequests >= policy.maxReaderRequests { break }
-                runStart = block
-            }
-            guard let start = runStart else { continue }
-            if !wanted || block + 1 - start == maxBlocks {
-                let run = start..<(wanted ? block + 1 : block)
-                runStart = nil
+        let seek = pageAligned(bytes).lowerBound
+        requesting: for var piece in missingPieces(of: layout.byteRange(ofBlocks: layout.blocks(covering: bytes)), allInFlight: true) {
+            // A reader that lands deep inside a missing block (a seek) should not wait for the
+            // block's start to arrive first: its request starts at its own bytes, and a second
+            // one brings the head of the block so that the block becomes whole.
+            if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
+                let head = piece.lowerBound..<seek
+                actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head)))
                 readerRequests += 1
-                for var piece in missingPieces(of: layout.byteRange(ofBlocks: run)) {
-                    // A reader that lands deep inside a missing block (a seek) should not wait for
-                    // the block's start to arrive first: its request starts at its own bytes, and a
-                    // second one brings the head of the block so that the block becomes whole.
-                    let seek = pageAligned(bytes).lowerBound
-                    if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
-                        let head = piece.lowerBound..<seek
-                        actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head)))
-                        piece = seek..<piece.upperBound
-                    }
-                    // A request that brings none of the reader's own blocks is read-ahead.
-                    actions.append(startTransfer(bytes: piece, blocks: layout.blocks(covering: piece),
-                                                 readAhead: readerNeedsUntil > 0 && piece.lowerBound >= readerNeedsUntil))
-                }
+                piece = seek..<piece.upperBound
+            }
+            for part in requestParts(of: piece, requestBytes: request) {
+                // A request that brings none of the reader's own bytes is read-ahead.
+                let isReadAhead = readerNeedsUntil > 0 && part.lowerBound >= readerNeedsUntil
+                if isReadAhead, readerRequests >= policy.maxReaderRequests { break requesting }
+                actions.append(startTransfer(bytes: part, blocks: layout.blocks(covering: part), readAhead: isReadAhead))
+                readerRequests += 1
             }
         }
         // Other readers that waited for what a cut transfer no longer brings ask for it again.
         if cutAny { actions += refetchForOrphanedWaiters() }
         return actions
+    }
+
+    /// A reader's request ended: the read-ahead its file's latest sequential read asked for and
+    /// the cap held back goes out now. The reader's next read may be a whole request's time
+    /// away (it waits on bytes still coming), and meanwhile the connection just freed would
+    /// stand idle. Nothing past that read's window: a reader that stopped gets no more.
+    mutating func continueReadAhead(now: ContinuousClock.Instant) -> [Action] {
+        guard let reader = sequentialReader, openHandles > 0, !complete, !streamOnly, invalidated == nil,
+              now - reader.at < policy.readerZoneIdle,
+              let end = readAheadEnd(after: reader.end, window: reader.window) else { return [] }
+        return planTransfers(covering: reader.end..<end, readerNeedsUntil: reader.end, now: now,
+                             hostBytesPerSecond: reader.hostBytesPerSecond)
+    }
+
+    /// `piece` in requests of about `requestBytes`: on a fast link, runs of whole blocks as many
+    /// as fit in one (a piece that starts inside a block ends its first at a block's edge); on
+    /// a slow one, each block in equal parts of whole pages, where each is another connection's
+    /// worth of speed and a reader's first bytes come a part's time after its request instead
+    /// of a block's.
+    func requestParts(of piece: Range<UInt64>, requestBytes: UInt64) -> [Range<UInt64>] {
+        let blockSize = layout.blockSize
+        let blocksPerRequest = max(1, requestBytes / blockSize)
+        var parts: [Range<UInt64>] = []
+        var cursor = piece.lowerBound
+        while cursor < piece.upperBound {
+            let blockStart = cursor - cursor % blockSize
+            if requestBytes >= blockSize {
+                let end = min(piece.upperBound, blockStart + blocksPerRequest * blockSize)
+                parts.append(cursor..<end)
+                cursor = end
+                continue
+            }
+            let blockPart = cursor..<min(piece.upperBound, blockStart + blockSize)
+            let length = UInt64(blockPart.count)
+            let count = (length + requestBytes - 1) / requestBytes
+            let partBytes = max(Self.pageSize, ((length + count - 1) / count + Self.pageSize - 1) & ~(Self.pageSize - 1))
+            while cursor < blockPart.upperBound {
+                let end = min(blockPart.upperBound, cursor + partBytes)
+                parts.append(cursor..<end)
+                cursor = end
+            }
+        }
+        return parts
     }
 
     /// The size of a reader's requests: `requestTime` at the host's recent speed per request,
@@ -125,7 +165,7 @@ extension FilePlan {
         let upper = max(policy.minRequestBytes, policy.maxRequestBytes)
         let wanted = (hostBytesPerSecond ?? 0) * policy.requestTime.timeInterval
         guard wanted.isFinite else { return upper }
-        return max(UInt64(min(max(wanted, 0), Double(upper))), policy.minRequestBytes)
+        return max(UInt64(min(max(wanted, 0), Double(upper))), policy.minRequestBytes, 1)
     }
 
     /// A reader that jumped (no read-ahead) into blocks that are not on their way gets only its
@@ -190,11 +230,12 @@ extension FilePlan {
     func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
         guard window > 0, offset < layout.fileSize else { return nil }
         let end = min(layout.fileSize, offset + window)
-        let blocks = layout.blocks(covering: offset..<end)
-        guard let first = blocks.first(where: { !available.contains($0) && !isRequested($0) }) else {
+        // The first byte neither here nor on its way (read-ahead may have asked for a block's
+        // first parts only).
+        guard let firstOffset = missingPieces(of: layout.byteRange(ofBlocks: layout.blocks(covering: offset..<end)),
+                                              allInFlight: true).first?.lowerBound else {
             return nil
         }
-        let firstOffset = layout.byteRange(ofBlock: first).lowerBound
         guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
         return end
     }

@@ -74,7 +74,7 @@ extension FilePlan {
         let kept = UInt64(Double(transfer.bytes.upperBound - transfer.frontier) * slowest.rate / (slowest.rate + otherRate))
         // At the first block boundary past that share (`cut` refuses one the transfer has passed).
         let cutBlock = Int((transfer.frontier + max(kept, 1) + layout.blockSize - 1) / layout.blockSize)
-        guard cutBlock < layout.blockCount, let (released, endEarly) = cut(slowest.id, atBlock: cutBlock) else { return nil }
+        guard cutBlock < layout.blockCount, let (released, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
         let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
         let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
         return [log, endEarly, addBackgroundTransfer(tail, reserved: released, onFinish: onFinish)]

@@ -108,6 +108,7 @@ extension FilePlan {
         if case .failure(.cancelled) = result { unmounting = true }
         if !unmounting {
             actions += refetchForOrphanedWaiters()
+            if transfer.forReader, result.isSuccess { actions += continueReadAhead(now: now) }
         }
         if ended, let observer = transfer.onFinish {
             actions.append(.notify(observer, result.isSuccess))

@@ -54,9 +54,10 @@ struct FilePlan {
     var awaitingSource: [Int: RemoteError] = [:]
     /// Background work on it stopped at the cache's limits; it goes on once there is room.
     var waitingForSpace = false
-    /// Where the latest sequential read (one with read-ahead) ended, and when: background work
-    /// leaves the blocks past it to read-ahead for a while (`readerZone`).
-    var sequentialReader: (end: UInt64, at: ContinuousClock.Instant)?
+    /// The latest sequential read (one with read-ahead): background work leaves the blocks past
+    /// it to read-ahead for a while (`readerZone`), and the read-ahead it asked for and the cap
+    /// held back goes out as its requests end (`continueReadAhead`).
+    var sequentialReader: SequentialRead?
     /// When a handle was last opened, and whether a read came since (`isNewlyOpened`).
     var openedAt: ContinuousClock.Instant?
     var readSinceOpen = false
@@ -98,7 +99,8 @@ struct FilePlan {
     /// A range request in flight; `written` bytes from its start are in the data file.
     struct Transfer {
         var bytes: Range<UInt64>
-        /// The blocks it brings whole; empty for a few pages that complete no block (nobody joins those).
+        /// The blocks it brings bytes of (whole, or in parts where a slow link's requests split
+        /// a block); empty for a few pages that complete no block (nobody joins those).
         var blocks: Range<Int>
         var urgency = TransferUrgency(.foreground)
         /// Started as background work and not raised yet: a reader that waits on it raises it.
@@ -143,6 +145,15 @@ struct FilePlan {
             guard now - rateSample.at >= policy.rateSample || bytes >= policy.rateSampleBytes else { return nil }
             return Double(bytes) / (now - rateSample.at).timeInterval
         }
+    }
+
+    /// Where a sequential read ended, when, the read-ahead window it asked for and its host's
+    /// speed then.
+    struct SequentialRead {
+        var end: UInt64
+        var at: ContinuousClock.Instant
+        var window: UInt64
+        var hostBytesPerSecond: Double?
     }
 
     /// A read waiting for its bytes.
@@ -226,6 +237,7 @@ struct FilePlan {
         return true
     }
 
+    /// True when a transfer brings some of the block's bytes.
     func isRequested(_ block: Int) -> Bool {
         transfers.values.contains { $0.blocks.contains(block) }
     }
