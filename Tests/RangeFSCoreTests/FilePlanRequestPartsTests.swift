@@ -111,7 +111,8 @@ import Testing
 
     /// The prefetcher's head of a file (block 0 in one request) moves at one connection's pace.
     /// A reader of its first half waits for it only for the bytes it brings within the join
-    /// limit, cuts it there, and asks for the rest of the block in parts of its own.
+    /// limit, cuts it there, and asks for the rest of the block in parts of its own, with the
+    /// read-ahead it would have had without the head on its way.
     @Test func aReaderJoinsASlowHeadOnlyForWhatItBringsSoon() {
         var plan = Self.plan()
         #expect(plan.background(0..<Self.block) == ["fetch #0 0..<262144 background"])
@@ -122,6 +123,7 @@ import Testing
         #expect(plan.read(0..<131_072, readAhead: Self.block, at: .milliseconds(200)) == [
             "end early at 57344", "release 204800", "log debug",
             "fetch #1 57344..<110592", "fetch #2 110592..<163840", "fetch #3 163840..<217088", "fetch #4 217088..<262144",
+            "fetch #5 262144..<327680", "fetch #6 327680..<393216", "fetch #7 393216..<458752",
             "raise", "wait #0",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<57344)

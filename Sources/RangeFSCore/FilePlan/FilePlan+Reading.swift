@@ -36,9 +36,16 @@ extension FilePlan {
         } else {
             // With piece hashes a reader is answered once its whole pieces are here and checked.
             let needed = pieceAligned(bytes)
+            // A transfer that would bring the reader's own bytes late is cut first: read-ahead
+            // is judged by what comes soon (a slow head the reader would have waited on does
+            // not count as on its way).
+            let (cutActions, cutAny) = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: needed)),
+                                                        now: now, hostBytesPerSecond: hostBytesPerSecond)
+            actions += cutActions
             let end = max(readAheadEnd(after: bytes.upperBound, window: readAhead) ?? needed.upperBound, needed.upperBound)
             actions += planTransfers(covering: needed.lowerBound..<end, readerNeedsUntil: needed.upperBound, now: now,
                                     hostBytesPerSecond: hostBytesPerSecond)
+            if cutAny { actions += refetchForOrphanedWaiters() }
         }
         if isAvailable(bytes) {
             actions.append(.answer(completion, bytes))
