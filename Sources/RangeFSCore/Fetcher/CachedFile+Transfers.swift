@@ -33,15 +33,23 @@ extension CachedFile {
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
             return receive(transfer: id, data, at: offset, host: host)
         }, completion: { [self] result in
-            // A reader's request that ended tells its host's speed, round trip included (too
-            // short a transfer for `receive` to measure on a fast link still counts here).
+            // A reader's request that ended tells its host's speed (too short a transfer for
+            // `receive` to measure still counts here), from its first byte on: the time a server
+            // takes to answer (and a wait for a connection) says nothing of how fast its bytes
+            // come, and counted in, a server that answers slowly would look slow and get ever
+            // smaller requests, each paying that time again.
             if !background, case .success = result {
                 let now = ContinuousClock.now
-                environment.hostRates.record(Double(bytes.count) / max((now - started).timeInterval, 0.000_1), host: host, at: now)
+                let firstByte = state.withLock { $0.plan.transfers[id]?.rateSample?.at } ?? started
+                let seconds = max((now - firstByte).timeInterval, Self.shortestMeasure)
+                environment.hostRates.record(Double(bytes.count) / seconds, host: host, at: now)
             }
             update { $0.plan.transferEnded(id, result, now: .now) }
         })
     }
+
+    /// A reply whose bytes came at once counts as having taken this long: fast, not infinitely so.
+    static let shortestMeasure = 0.001
 
     /// Stores bytes as they arrive and answers every read they complete; a reader's transfer
     /// tells `host`'s speed. False stops the transfer: also once it was cut short and has

@@ -1,12 +1,12 @@
 import Foundation
 import Synchronization
 
-/// How fast a request to each host brought its bytes lately, for a reader that must choose
-/// between waiting for a running transfer of unknown speed and asking for its bytes itself
-/// (`FilePlan.firstLateByte`). Only transfers started for readers are measured: background
+/// How fast a request to each host brought its bytes lately, from its first byte on: for a
+/// reader that must choose between waiting for a running transfer of unknown speed and asking
+/// for its bytes itself (`FilePlan.firstLateByte`), and for the size of a reader's requests
+/// (`FilePlan.requestBytes`). Only transfers started for readers are measured: background
 /// transfers stand still whenever a reader waits, so their pace says little about the link.
-/// The fastest recent measure is kept: a small request is slowed by its round trip more than
-/// by the link, and would make a fast link look slow.
+/// The fastest recent measure is kept: a small request says less of the link than a long one.
 final class HostRates: Sendable {
     /// A measurement older than this says nothing about the link now.
     static let lifetime: Duration = .seconds(30)
