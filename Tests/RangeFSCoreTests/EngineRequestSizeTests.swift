@@ -17,6 +17,11 @@ struct EngineRequestSizeTests {
         // The speed is unknown: the first read's request is of the smallest size.
         #expect(try engine.read(file, 0..<65_536).value == Array(data[0..<65_536]))
         let first = engine.gets("late.bin").count
+        // The read is answered as its bytes arrive; its request tells the host's speed when it ends.
+        let host = engine.server.url("late.bin").serverKey
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            engine.catalog.environment.hostRates.bytesPerSecond(host: host, at: .now) != nil
+        })
         // Its bytes came at once after 300 ms: a fast server. A sequential read with 1 MiB of
         // read-ahead goes out as one request, not as 64 KiB ones (at 64 KiB per 300 ms it
         // would be seventeen).
@@ -25,7 +30,7 @@ struct EngineRequestSizeTests {
         let gets = engine.gets("late.bin").dropFirst(first)
         #expect(gets.count == 1, "\(gets)")
         #expect(gets.first?.range == "bytes=4194304-5308415", "\(gets)")
-        let speed = try #require(engine.catalog.environment.hostRates.bytesPerSecond(host: engine.server.url("late.bin").serverKey, at: .now))
+        let speed = try #require(engine.catalog.environment.hostRates.bytesPerSecond(host: host, at: .now))
         #expect(speed > 10_000_000, "the host's speed: \(speed) B/s")
     }
 }

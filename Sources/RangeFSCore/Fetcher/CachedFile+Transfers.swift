@@ -38,13 +38,15 @@ extension CachedFile {
             // takes to answer (and a wait for a connection) says nothing of how fast its bytes
             // come, and counted in, a server that answers slowly would look slow and get ever
             // smaller requests, each paying that time again.
-            if !background, case .success = result {
-                let now = ContinuousClock.now
-                let firstByte = state.withLock { $0.plan.transfers[id]?.rateSample?.at } ?? started
-                let seconds = max((now - firstByte).timeInterval, Self.shortestMeasure)
-                environment.hostRates.record(Double(bytes.count) / seconds, host: host, at: now)
+            let now = ContinuousClock.now
+            update { state in
+                if !background, case .success = result {
+                    let firstByte = state.plan.transfers[id]?.rateSample?.at ?? started
+                    let seconds = max((now - firstByte).timeInterval, Self.shortestMeasure)
+                    environment.hostRates.record(Double(bytes.count) / seconds, host: host, at: now)
+                }
+                return state.plan.transferEnded(id, result, now: now)
             }
-            update { $0.plan.transferEnded(id, result, now: .now) }
         })
     }
 

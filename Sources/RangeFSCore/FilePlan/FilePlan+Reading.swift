@@ -36,16 +36,26 @@ extension FilePlan {
         } else {
             // With piece hashes a reader is answered once its whole pieces are here and checked.
             let needed = pieceAligned(bytes)
-            // A transfer that would bring the reader's own bytes late is cut first: read-ahead
-            // is judged by what comes soon (a slow head the reader would have waited on does
-            // not count as on its way).
-            let (cutActions, cutAny) = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: needed)),
-                                                        now: now, hostBytesPerSecond: hostBytesPerSecond)
-            actions += cutActions
+            // A transfer that would bring the reader's own blocks late is cut first, and those
+            // bytes are asked for again below: read-ahead is judged by what comes soon (a slow
+            // head the reader would have waited on does not count as on its way).
+            var cut = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: needed)),
+                                       now: now, hostBytesPerSecond: hostBytesPerSecond)
             let end = max(readAheadEnd(after: bytes.upperBound, window: readAhead) ?? needed.upperBound, needed.upperBound)
-            actions += planTransfers(covering: needed.lowerBound..<end, readerNeedsUntil: needed.upperBound, now: now,
-                                    hostBytesPerSecond: hostBytesPerSecond)
-            if cutAny { actions += refetchForOrphanedWaiters() }
+            if end > needed.upperBound {
+                // So is background work that would bring the read-ahead's blocks late (one started
+                // before the reader came: later ones leave its zone alone), or the reader would
+                // follow it at one request's pace.
+                let ahead = cutLateTransfers(bringing: needed.upperBound..<needed.upperBound,
+                                             withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: needed.lowerBound..<end)),
+                                             now: now, hostBytesPerSecond: hostBytesPerSecond)
+                cut = (cut.actions + ahead.actions, cut.cutAny || ahead.cutAny)
+            }
+            actions += cut.actions
+            actions += planTransfers(covering: needed.lowerBound..<end, readerNeedsUntil: needed.upperBound,
+                                     hostBytesPerSecond: hostBytesPerSecond)
+            // Other readers that waited for what a cut transfer no longer brings ask for it again.
+            if cut.cutAny { actions += refetchForOrphanedWaiters() }
         }
         if isAvailable(bytes) {
             actions.append(.answer(completion, bytes))
@@ -77,22 +87,15 @@ extension FilePlan {
 
     /// Starts requests for the bytes of the blocks of `bytes` that are neither here nor on their
     /// way: one per run of adjacent blocks, split into requests of `requestBytes` that go out at
-    /// once (on a slow link a block goes out in several, `requestParts`).
-    /// Blocks that start before `readerNeedsUntil` are a reader's own: a transfer that would
-    /// bring one of them late is cut before it first (`cutLateTransfers`), so those blocks are
-    /// asked for again here; the rest join any transfer that brings them. So is background
-    /// work that would bring read-ahead's blocks late (one started before the reader came:
-    /// later ones leave its zone alone), or the reader would follow it at one request's pace.
-    mutating func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64 = 0,
-                                now: ContinuousClock.Instant, hostBytesPerSecond: Double? = nil) -> [Action] {
+    /// once (on a slow link a block goes out in several, `requestParts`). Bytes before
+    /// `readerNeedsUntil` are a reader's own, the rest read-ahead. The caller has cut what would
+    /// bring any of them late (`cutLateTransfers`); what any transfer still brings is joined.
+    mutating func planTransfers(covering bytes: Range<UInt64>, readerNeedsUntil: UInt64,
+                                hostBytesPerSecond: Double?) -> [Action] {
         if streamOnly {
             return planStream()
         }
-        let readerEnd = min(max(readerNeedsUntil, bytes.lowerBound), bytes.upperBound)
-        let (cutActions, cutAny) = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: bytes.lowerBound..<readerEnd)),
-                                                    withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: bytes)), now: now,
-                                                    hostBytesPerSecond: hostBytesPerSecond)
-        var actions = cutActions
+        var actions: [Action] = []
         let request = requestBytes(hostBytesPerSecond: hostBytesPerSecond)
         // Read-ahead (bytes the reader does not need yet) stops at `maxReaderRequests` in flight;
         // the reader's next reads ask for the rest as those end.
@@ -102,7 +105,7 @@ extension FilePlan {
             // A reader that lands deep inside a missing block (a seek) should not wait for the
             // block's start to arrive first: its request starts at its own bytes, and a second
             // one brings the head of the block so that the block becomes whole.
-            if readerNeedsUntil > 0, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
+            if readerNeedsUntil > bytes.lowerBound, piece.contains(seek), seek - piece.lowerBound >= Self.seekSplitThreshold {
                 let head = piece.lowerBound..<seek
                 actions.append(startTransfer(bytes: head, blocks: layout.blocks(covering: head)))
                 readerRequests += 1
@@ -110,14 +113,12 @@ extension FilePlan {
             }
             for part in requestParts(of: piece, requestBytes: request) {
                 // A request that brings none of the reader's own bytes is read-ahead.
-                let isReadAhead = readerNeedsUntil > 0 && part.lowerBound >= readerNeedsUntil
+                let isReadAhead = part.lowerBound >= readerNeedsUntil
                 if isReadAhead, readerRequests >= policy.maxReaderRequests { break requesting }
                 actions.append(startTransfer(bytes: part, blocks: layout.blocks(covering: part), readAhead: isReadAhead))
                 readerRequests += 1
             }
         }
-        // Other readers that waited for what a cut transfer no longer brings ask for it again.
-        if cutAny { actions += refetchForOrphanedWaiters() }
         return actions
     }
 
@@ -129,8 +130,14 @@ extension FilePlan {
         guard let reader = sequentialReader, openHandles > 0, !complete, !streamOnly, invalidated == nil,
               now - reader.at < policy.readerZoneIdle,
               let end = readAheadEnd(after: reader.end, window: reader.window) else { return [] }
-        return planTransfers(covering: reader.end..<end, readerNeedsUntil: reader.end, now: now,
-                             hostBytesPerSecond: reader.hostBytesPerSecond)
+        // None of the bytes are the reader's own: only background work in the window is cut.
+        let cut = cutLateTransfers(bringing: reader.end..<reader.end,
+                                   withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: reader.end..<end)),
+                                   now: now, hostBytesPerSecond: reader.hostBytesPerSecond)
+        var actions = cut.actions + planTransfers(covering: reader.end..<end, readerNeedsUntil: reader.end,
+                                                  hostBytesPerSecond: reader.hostBytesPerSecond)
+        if cut.cutAny { actions += refetchForOrphanedWaiters() }
+        return actions
     }
 
     /// `piece` in requests of about `requestBytes`: on a fast link, runs of whole blocks as many
