@@ -58,7 +58,7 @@ def main():
     parser.add_argument("--stream-rate", default="96k", help="per-connection rate of the streaming link, paced by its proxy (about 4x 192 kb/s)")
     parser.add_argument("--stream-seconds", type=float, default=60.0, help="seconds of audio clock the streaming row plays")
     parser.add_argument("--fio-runtime", type=int, default=10)
-    parser.add_argument("--mirror-rate", default="20m", help="nginx limit_rate of each of the three mirrors (per connection)")
+    parser.add_argument("--mirror-rate", default="20m", help="what each of the three mirrors sends per connection, paced by its proxy (96k, 20m)")
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
     parser.add_argument("--links", default="plain,slow")
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")

@@ -43,8 +43,9 @@ LIBRARY_OTHERS_TIMEOUT = 300
 # and one 256 MiB object (made on first use, outside DATA_VERSION).
 S3_PORT = 18485
 BUCKET, BUCKET_WIDE, BUCKET_BIG, BUCKET_BIG_SIZE = "bench", "wide", "big/big256.bin", 256 * MiB
-# The mirror rows: one file served by three nginx, one per port, each limited per connection.
-MIRROR_PORTS = (18490, 18491, 18492)
+# The mirror rows: one file served by three nginx, each behind a proxy that limits each
+# connection; clients use MIRROR_PORTS, the nginx listen MIRROR_NGINX_OFFSET above them.
+MIRROR_PORTS, MIRROR_NGINX_OFFSET = (18490, 18491, 18492), 20
 MIRROR_ROOT = DATA / "mirrors"
 MIRROR_FILE, MIRROR_SIZE, MIRROR_PIECE = "big256.bin", 256 * MiB, 4 * MiB
 MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 13 s

@@ -7,7 +7,7 @@ import sys
 import time
 
 from .config import (
-    BENCH, MIRROR_PORTS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, STREAM_PORT, STREAM_PROXY_PORT, WWW
+    BENCH, MIRROR_NGINX_OFFSET, MIRROR_PORTS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, STREAM_PORT, STREAM_PROXY_PORT, WWW
 )
 from .process import BenchError
 
@@ -163,14 +163,19 @@ class LogMark:
 
 
 class MirrorServer:
-    """One mirror: its own nginx on its own port, so that it can be stopped alone (a mirror that
-    goes away mid-read) and its access log counts what it served."""
+    """One mirror: its own nginx behind its own pacing proxy (which limits each connection, as
+    the slow link's does: nginx's limit_rate would let each request's first second through at
+    once), so that it can be stopped alone (a mirror that goes away mid-read) and its access
+    log counts what it served. Clients connect to the proxy on MIRROR_PORTS[index]; nginx
+    listens MIRROR_NGINX_OFFSET above it."""
 
     def __init__(self, ctx, index, root):
         self.ctx, self.index, self.port = ctx, index, MIRROR_PORTS[index]
+        self.nginx_port = self.port + MIRROR_NGINX_OFFSET
         self.dir = ctx.work / "mirrors" / f"m{index + 1}"
         self.log = self.dir / "access.log"
         self.proc = None
+        self.proxy = None
         (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
         user = "user root;" if os.getuid() == 0 else ""
         (self.dir / "nginx.conf").write_text(f"""daemon off;
@@ -191,9 +196,8 @@ http {{
     uwsgi_temp_path {self.dir}/tmp/uwsgi;
     scgi_temp_path {self.dir}/tmp/scgi;
     server {{
-        listen 127.0.0.1:{self.port};
+        listen 127.0.0.1:{self.nginx_port};
         root {root};
-        limit_rate {ctx.args.mirror_rate};
         access_log {self.log} bench;
     }}
 }}
@@ -210,27 +214,40 @@ http {{
         return self.proc is not None and self.proc.poll() is None
 
     def start(self):
-        if port_open(self.port):
-            raise BenchError(f"something already listens on 127.0.0.1:{self.port}")
+        for port in (self.port, self.nginx_port):
+            if port_open(port):
+                raise BenchError(f"something already listens on 127.0.0.1:{port}")
         self.proc = subprocess.Popen(["/usr/sbin/nginx", "-c", str(self.dir / "nginx.conf"), "-p", str(self.dir) + "/",
                                       "-e", str(self.dir / "error.log")], start_new_session=True,
                                      stdin=subprocess.DEVNULL)
         self.ctx.servers.append(self.proc)
         write_server_pids(self.ctx)
-        wait_port(self.port, self.proc, f"nginx of {self.name}")
+        wait_port(self.nginx_port, self.proc, f"nginx of {self.name}")
+        self.proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
+                                       "--listen", f"127.0.0.1:{self.port}",
+                                       "--upstream", f"127.0.0.1:{self.nginx_port}",
+                                       "--rtt-ms", "0", "--rate", str(rate_bytes(self.ctx.args.mirror_rate))],
+                                      start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.ctx.servers.append(self.proxy)
+        write_server_pids(self.ctx)
+        wait_port(self.port, self.proxy, f"proxy of {self.name}")
 
     def stop(self):
-        """SIGTERM is nginx's fast shutdown: open connections are closed at once, new ones refused."""
-        if self.running():
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        if self.proc in self.ctx.servers:
-            self.ctx.servers.remove(self.proc)
-            write_server_pids(self.ctx)
+        """The proxy goes first (its open connections close, new ones are refused), then nginx
+        (SIGTERM is its fast shutdown)."""
+        for proc in (self.proxy, self.proc):
+            if proc is None:
+                continue
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+            if proc in self.ctx.servers:
+                self.ctx.servers.remove(proc)
+        write_server_pids(self.ctx)
 
     def established(self):
         """Client connections this mirror holds now (server side of /proc/net/tcp, ESTABLISHED)."""

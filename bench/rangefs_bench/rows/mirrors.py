@@ -15,7 +15,7 @@ from ..config import (
 from ..process import BenchError, kill_group, log, median, run, short, timed
 from ..context import mounted
 from ..data import ensure_mirror_file, sha256_file
-from ..servers import LogMark, MirrorServer
+from ..servers import LogMark, MirrorServer, rate_text
 from ..results import Row, measure_cell, na_others
 from ..primitives import verify
 
@@ -102,7 +102,7 @@ def rows_mirrors(ctx):
     metalink = ctx.work / "manifests" / "mirrors.meta4"
     write_metalink(metalink, mirrors, rel, sha256)
     mib = MIRROR_SIZE // MiB
-    read = Row("mirrors-read", f"3 mirrors ({rate}/connection each): cold sequential read, {mib} MiB", "MB/s",
+    read = Row("mirrors-read", f"3 mirrors ({rate_text(rate)} per connection each): cold sequential read, {mib} MiB", "MB/s",
                "higher", "curl of one mirror")
     failover = Row("mirrors-failover", "the same, the busiest mirror stopped half way through", "MB/s", "higher",
                    "curl of one mirror (no failure)")
@@ -200,7 +200,7 @@ def rows_mirrors(ctx):
     try:
         for m in mirrors:
             m.start()
-        log(f"mirrors: nginx on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} (limit_rate {rate} each)")
+        log(f"mirrors: nginx behind pacing proxies on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} ({rate_text(rate)} per connection each)")
         measure_cell(read, "baseline", curl_mirror)
         failover.values["baseline"] = read.values["baseline"]
         measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs(False)))
