@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .config import PLAIN_PORT, PROXY_PORT, STREAM_PROXY_PORT
-from .process import BenchError, log, run, wait_exit
+from .process import BenchError, log, run, stop_server, wait_exit
 from .bucket_server import bucket_mount_command
 
 
@@ -212,13 +212,7 @@ class Context:
                 subprocess.run(["fusermount3", "-u", "-z", mnt], timeout=30, check=False)
         clear_stale_mounts(self.work)
         for proc in reversed(self.servers):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop_server(proc)
         self.servers.clear()
 
 

@@ -38,6 +38,17 @@ def run(cmd, timeout, check=True, shell=False, stdout=subprocess.PIPE, stderr=su
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def stop_server(proc):
+    """SIGTERM (nginx's fast shutdown, the proxies' and moto's stop), SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -9,7 +9,7 @@ import time
 from .config import (
     BENCH, MIRROR_NGINX_OFFSET, MIRROR_PORTS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, STREAM_PORT, STREAM_PROXY_PORT, WWW
 )
-from .process import BenchError
+from .process import BenchError, stop_server
 
 
 def port_open(port):
@@ -238,13 +238,7 @@ http {{
         for proc in (self.proxy, self.proc):
             if proc is None:
                 continue
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop_server(proc)
             if proc in self.ctx.servers:
                 self.ctx.servers.remove(proc)
         write_server_pids(self.ctx)
