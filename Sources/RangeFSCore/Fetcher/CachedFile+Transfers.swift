@@ -28,30 +28,23 @@ extension CachedFile {
         // back) keeps within --max-rate and tells nothing of a reader's speed.
         let background = prefetched
         let host = request.url.serverKey
-        let started = ContinuousClock.now
         environment.client.fetch(request, sink: { [self] data, offset in
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
             return receive(transfer: id, data, at: offset, host: host)
         }, completion: { [self] result in
             // A reader's request that ended tells its host's speed (too short a transfer for
-            // `receive` to measure still counts here), from its first byte on: the time a server
-            // takes to answer (and a wait for a connection) says nothing of how fast its bytes
-            // come, and counted in, a server that answers slowly would look slow and get ever
-            // smaller requests, each paying that time again.
+            // `receive` to measure still counts here), from its first byte on: counted in, a
+            // server that answers slowly would look slow and get ever smaller requests, each
+            // paying its answer time again.
             let now = ContinuousClock.now
             update { state in
-                if !background, case .success = result {
-                    let firstByte = state.plan.transfers[id]?.rateSample?.at ?? started
-                    let seconds = max((now - firstByte).timeInterval, Self.shortestMeasure)
-                    environment.hostRates.record(Double(bytes.count) / seconds, host: host, at: now)
+                if !background, case .success = result, let speed = state.plan.transfers[id]?.replyBytesPerSecond(at: now) {
+                    environment.hostRates.record(speed, host: host, at: now)
                 }
                 return state.plan.transferEnded(id, result, now: now)
             }
         })
     }
-
-    /// A reply whose bytes came at once counts as having taken this long: fast, not infinitely so.
-    static let shortestMeasure = 0.001
 
     /// Stores bytes as they arrive and answers every read they complete; a reader's transfer
     /// tells `host`'s speed. False stops the transfer: also once it was cut short and has

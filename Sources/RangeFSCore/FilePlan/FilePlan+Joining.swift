@@ -65,6 +65,14 @@ extension FilePlan {
         return (actions, cutAny)
     }
 
+    /// Cuts background work that would bring bytes of `window` (a reader's read-ahead) late;
+    /// a reader's own transfers there are that read-ahead and are left alone.
+    mutating func cutLateBackgroundWork(in window: Range<UInt64>, now: ContinuousClock.Instant,
+                                        hostBytesPerSecond: Double?) -> (actions: [Action], cutAny: Bool) {
+        cutLateTransfers(bringing: window.lowerBound..<window.lowerBound, withReadAhead: window, now: now,
+                         hostBytesPerSecond: hostBytesPerSecond)
+    }
+
     /// Makes transfer `id` end at `end`. Returns the bytes the budget promised it beyond that
     /// and the action that tells its request (`endEarly`), or nil when it cannot be cut there
     /// (it has passed that point).

@@ -46,9 +46,8 @@ extension FilePlan {
                 // So is background work that would bring the read-ahead's blocks late (one started
                 // before the reader came: later ones leave its zone alone), or the reader would
                 // follow it at one request's pace.
-                let ahead = cutLateTransfers(bringing: needed.upperBound..<needed.upperBound,
-                                             withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: needed.lowerBound..<end)),
-                                             now: now, hostBytesPerSecond: hostBytesPerSecond)
+                let ahead = cutLateBackgroundWork(in: layout.byteRange(ofBlocks: layout.blocks(covering: needed.lowerBound..<end)),
+                                                  now: now, hostBytesPerSecond: hostBytesPerSecond)
                 cut = (cut.actions + ahead.actions, cut.cutAny || ahead.cutAny)
             }
             actions += cut.actions
@@ -131,9 +130,8 @@ extension FilePlan {
               now - reader.at < policy.readerZoneIdle,
               let end = readAheadEnd(after: reader.end, window: reader.window) else { return [] }
         // None of the bytes are the reader's own: only background work in the window is cut.
-        let cut = cutLateTransfers(bringing: reader.end..<reader.end,
-                                   withReadAhead: layout.byteRange(ofBlocks: layout.blocks(covering: reader.end..<end)),
-                                   now: now, hostBytesPerSecond: reader.hostBytesPerSecond)
+        let cut = cutLateBackgroundWork(in: layout.byteRange(ofBlocks: layout.blocks(covering: reader.end..<end)),
+                                        now: now, hostBytesPerSecond: reader.hostBytesPerSecond)
         var actions = cut.actions + planTransfers(covering: reader.end..<end, readerNeedsUntil: reader.end,
                                                   hostBytesPerSecond: reader.hostBytesPerSecond)
         if cut.cutAny { actions += refetchForOrphanedWaiters() }

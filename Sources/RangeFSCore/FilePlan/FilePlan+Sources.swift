@@ -19,6 +19,7 @@ extension FilePlan {
         guard let transfer = transfers[id] else { return .later([]) }
         if sources.isSingle {
             transfers[id]?.source = 0
+            transfers[id]?.attemptStarted = (now, transfer.written)
             return .request(source)
         }
         guard let index = sources.best(now: now, avoiding: transfer.source, running: runningPerSource(besides: id),

@@ -130,7 +130,7 @@ struct FilePlan {
         var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
         /// The source its current attempt asks (an index into `sources.all`); nil before it starts.
         var source: Int?
-        /// When its current attempt started, and `written` then (a mirror's speed, for a
+        /// When its current attempt started, and `written` then: what its reply brought (and a mirror's speed, for a
         /// transfer too quick for `rateSample`, is measured from its whole attempt).
         var attemptStarted: (at: ContinuousClock.Instant, written: UInt64)?
         /// Waiting for a source to be found usable (its probe): it starts again when one is.
@@ -145,6 +145,20 @@ struct FilePlan {
             guard now - rateSample.at >= policy.rateSample || bytes >= policy.rateSampleBytes else { return nil }
             return Double(bytes) / (now - rateSample.at).timeInterval
         }
+
+        /// How fast the reply of its current attempt brought what it brought, from its first
+        /// byte to `now` (its end); nil before a byte came. Its bytes, not its range: one cut
+        /// short brings less than it asked for, and counted whole it would make its host look
+        /// many times faster (a host keeps its fastest recent measure). From the first byte: the
+        /// time a server takes to answer says nothing of how fast its bytes come.
+        func replyBytesPerSecond(at now: ContinuousClock.Instant) -> Double? {
+            guard let firstByte = rateSample?.at else { return nil }
+            let brought = written - (attemptStarted?.written ?? 0)
+            return Double(brought) / max((now - firstByte).timeInterval, Self.shortestMeasure)
+        }
+
+        /// A reply whose bytes came at once counts as having taken this long: fast, not infinitely so.
+        static let shortestMeasure = 0.001
     }
 
     /// Where a sequential read ended, when, the read-ahead window it asked for and its host's

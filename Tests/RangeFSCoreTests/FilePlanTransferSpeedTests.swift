@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+@testable import RangeFSCore
+
+/// The speed a reader's request tells its host when it ends: what its reply brought, from the
+/// reply's first byte to its end.
+@Suite struct FilePlanTransferSpeedTests {
+    static let start = ContinuousClock.now
+    static let firstByte = start + .milliseconds(300)
+
+    /// A transfer asked for `asked`, started at `start`; its first 64 KiB came at `firstByte`.
+    static func transfer(asked: Range<UInt64>, writtenAtStart: UInt64 = 0, written: UInt64) -> FilePlan.Transfer {
+        var transfer = FilePlan.Transfer(bytes: asked, blocks: 0..<4)
+        transfer.attemptStarted = (start, writtenAtStart)
+        transfer.rateSample = (firstByte, writtenAtStart + 65_536)
+        transfer.written = written
+        return transfer
+    }
+
+    @Test func aWholeReplyCountsFromItsFirstByte() throws {
+        // 1 MiB in 250 ms after a 300 ms answer: 4 MiB/s, not 1 MiB / 550 ms.
+        let reply = Self.transfer(asked: 0..<1 << 20, written: 1 << 20)
+        let speed = try #require(reply.replyBytesPerSecond(at: Self.firstByte + .milliseconds(250)))
+        #expect(abs(speed - 4_194_304) < 1)
+    }
+
+    @Test func aReplyCutShortCountsOnlyWhatItBrought() throws {
+        // Asked for 1 MiB, cut after 256 KiB: 1 MiB/s, not the 4 MiB/s its range would say.
+        let reply = Self.transfer(asked: 0..<1 << 20, written: 256 << 10)
+        let speed = try #require(reply.replyBytesPerSecond(at: Self.firstByte + .milliseconds(250)))
+        #expect(abs(speed - 1_048_576) < 1)
+    }
+
+    @Test func aRetryCountsOnlyItsOwnAttemptsBytes() throws {
+        // 512 KiB came in an earlier attempt; this one brought 256 KiB in 250 ms.
+        let reply = Self.transfer(asked: 512 << 10..<1 << 20, writtenAtStart: 512 << 10, written: 768 << 10)
+        let speed = try #require(reply.replyBytesPerSecond(at: Self.firstByte + .milliseconds(250)))
+        #expect(abs(speed - 1_048_576) < 1)
+    }
+
+    @Test func bytesThatCameAtOnceAreFastNotInfinitelySo() throws {
+        let reply = Self.transfer(asked: 0..<65_536, written: 65_536)
+        let speed = try #require(reply.replyBytesPerSecond(at: Self.firstByte))
+        #expect(speed == 65_536 / FilePlan.Transfer.shortestMeasure)
+    }
+
+    @Test func aReplyWithoutAByteTellsNothing() {
+        var reply = FilePlan.Transfer(bytes: 0..<65_536, blocks: 0..<1)
+        reply.attemptStarted = (Self.start, 0)
+        #expect(reply.replyBytesPerSecond(at: Self.firstByte) == nil)
+    }
+}
