@@ -72,6 +72,39 @@ struct FilePlanPieceTests {
         #expect(Fixture.lines(plan.pieceChecked(0, token: 1, .matched, now: Fixture.start)) == ["answer 0..<4096", "cached 131072"])
     }
 
+    /// Two transfers bringing halves of one piece ask the same source, though the other is
+    /// idle: had each asked another, a bad piece would blame neither. The next piece goes to the
+    /// idle source as usual, and a retry of a failed attempt still goes elsewhere.
+    @Test func theTransfersOfOnePieceAskOneSourceSoABadPieceNamesIt() {
+        var plan = Self.plan(mirrors: [Fixture.mirror])
+        let info = RemoteFileInfo(size: 8 * Fixture.block, validator: Fixture.validator, modified: nil)
+        for block in 0..<3 {
+            let bytes = UInt64(block) * Fixture.block..<UInt64(block + 1) * Fixture.block
+            _ = plan.startBackgroundTransfer(bytes, onFinish: { _ in })
+        }
+        _ = plan.sourceProbed(1, .success(info), now: Fixture.start)
+        #expect(Self.begin(&plan, 0) == Fixture.origin)
+        #expect(Self.begin(&plan, 1) == Fixture.origin, "the second half of piece 0 follows its first")
+        #expect(Self.begin(&plan, 2) == Fixture.mirror, "piece 1 goes to the idle source")
+        _ = plan.write(0, 0..<Fixture.block)
+        #expect(plan.write(1, Fixture.block..<(2 * Fixture.block)) == ["verify piece 0 0..<131072 #0"])
+        _ = plan.pieceChecked(0, token: 0, .mismatched("00"), now: Fixture.start)
+        #expect(plan.sources.summary.contains("dropped: piece 0 (bytes 0-131071) does not match its sha-256 (got 00)"),
+                "\(plan.sources.summary)")
+        #expect(!plan.sources.isUsable(0, now: Fixture.start) && plan.sources.isUsable(1, now: Fixture.start))
+    }
+
+    @Test func aRetryOfAPieceLeavesTheSourceItFailedAt() {
+        var plan = Self.plan(mirrors: [Fixture.mirror])
+        let info = RemoteFileInfo(size: 8 * Fixture.block, validator: Fixture.validator, modified: nil)
+        _ = plan.startBackgroundTransfer(0..<Fixture.block, onFinish: { _ in })
+        _ = plan.startBackgroundTransfer(Fixture.block..<(2 * Fixture.block), onFinish: { _ in })
+        _ = plan.sourceProbed(1, .success(info), now: Fixture.start)
+        #expect(Self.begin(&plan, 0) == Fixture.origin)
+        #expect(Self.begin(&plan, 1) == Fixture.origin)
+        #expect(Self.begin(&plan, 1) == Fixture.mirror, "its second attempt avoids the first one's source")
+    }
+
     @Test func anAnswerAboutBytesForgottenMeanwhileIsIgnored() {
         var plan = Self.plan()
         _ = plan.read(0..<4096)

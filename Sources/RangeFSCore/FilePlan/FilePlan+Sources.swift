@@ -22,14 +22,33 @@ extension FilePlan {
             transfers[id]?.attemptStarted = (now, transfer.written)
             return .request(source)
         }
-        guard let index = sources.best(now: now, avoiding: transfer.source, running: runningPerSource(besides: id),
-                                       speedMemory: policy.sourceSpeedMemory) else {
+        guard let index = pieceSource(for: id, now: now)
+                ?? sources.best(now: now, avoiding: transfer.source, running: runningPerSource(besides: id),
+                                speedMemory: policy.sourceSpeedMemory) else {
             return .later(waitForSource(id, now: now))
         }
         transfers[id]?.source = index
         transfers[id]?.parked = false
         transfers[id]?.attemptStarted = (now, transfer.written)
         return .request(sources.all[index].fetch!)
+    }
+
+    /// With piece hashes, the one source that wrote or is bringing bytes of the piece where
+    /// transfer `id` starts, when it is usable and not where this transfer just failed: a piece
+    /// whose bytes all come from one source names that source when it fails its hash, where one
+    /// pieced together from several (a reader's small parts spread over the mirrors) blames none.
+    func pieceSource(for id: Int, now: ContinuousClock.Instant) -> Int? {
+        guard let pieces, let transfer = transfers[id], transfer.frontier < transfer.bytes.upperBound else { return nil }
+        let start = transfer.frontier
+        guard let piece = pieceIndices(covering: start..<(start + 1)).first else { return nil }
+        let pieceBytes = pieces.range(ofPiece: piece, fileSize: layout.fileSize)
+        var writing = pieceWriters[piece] ?? []
+        for (other, running) in transfers where other != id && !running.parked && running.bytes.overlaps(pieceBytes) {
+            if let source = running.source { writing.insert(source) }
+        }
+        guard writing.count == 1, let only = writing.first, only != transfer.source,
+              sources.isUsable(only, now: now) else { return nil }
+        return only
     }
 
     /// The source a request started now would ask (the record's when none is usable).
@@ -73,8 +92,12 @@ extension FilePlan {
         guard otherRate >= 2 * slowest.rate, let transfer = transfers[slowest.id] else { return nil }
         // The slow one keeps the share it brings in the time the other needs for the rest.
         let kept = UInt64(Double(transfer.bytes.upperBound - transfer.frontier) * slowest.rate / (slowest.rate + otherRate))
-        // At the first block boundary past that share (`cut` refuses one the transfer has passed).
-        let cutBlock = Int((transfer.frontier + max(kept, 1) + layout.blockSize - 1) / layout.blockSize)
+        // At the first block boundary past that share (`cut` refuses one the transfer has passed),
+        // and past the piece it falls in: the rest would otherwise follow the slow source there
+        // (`pieceSource`).
+        let share = transfer.frontier + max(kept, 1)
+        let cutFrom = min(layout.fileSize, pieceAligned(share..<(share + 1)).upperBound)
+        let cutBlock = Int((cutFrom + layout.blockSize - 1) / layout.blockSize)
         guard cutBlock < layout.blockCount, let (released, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
         let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
         let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
