@@ -129,4 +129,36 @@ import Testing
         #expect(plan.transfers[0]?.bytes == 0..<57344)
         #expect(plan.transfers[3]?.isReadAhead == true, "past the reader's own bytes")
     }
+
+    /// An opened file's completion asks for the whole file in one request, at one connection's
+    /// pace (2 MiB/s here). A reader at its frontier cuts it where its bytes would come late,
+    /// before its read-ahead is judged, and its read-ahead fans out from there: counted as on
+    /// its way to its end, the completion left no byte to read ahead, and the reader followed it.
+    @Test func aBackgroundTransferOfTheWholeFileIsCutWhereTheReadersReadAheadBegins() {
+        var plan = Self.plan()
+        let size = 16 * Self.block
+        #expect(plan.background(0..<size) == ["fetch #0 0..<4194304 background"])
+        _ = plan.writeAsTheShellDoes(0, 0..<16384)
+        // 208 KiB in 100 ms after the first burst: 2.1 MB/s, so 520 KiB come within 250 ms.
+        _ = plan.writeAsTheShellDoes(0, 16384..<229_376, at: .milliseconds(100))
+        let lines = plan.read(16384..<32768, readAhead: 2 << 20, at: .milliseconds(100), hostBytesPerSecond: 2_097_152)
+        #expect(lines == [
+            "end early at 765952", "release 3428352", "log debug",
+            "fetch #1 765952..<1572864", "fetch #2 1572864..<2359296", "answer 16384..<32768",
+        ])
+        #expect(plan.transfers[0]?.bytes == 0..<765_952, "the completion ends where the reader's bytes would come late")
+        #expect(plan.transfers[1]?.isReadAhead == true)
+    }
+
+    /// The same completion farther ahead than half the window: read-ahead is not due yet, and
+    /// nothing is cut (a cut would leave bytes nobody asks for until the reader comes closer).
+    @Test func aBackgroundTransferAheadOfTheReadersWindowIsLeftAlone() {
+        var plan = Self.plan()
+        #expect(plan.background(0..<16 * Self.block) == ["fetch #0 0..<4194304 background"])
+        _ = plan.writeAsTheShellDoes(0, 0..<16384)
+        _ = plan.writeAsTheShellDoes(0, 16384..<229_376, at: .milliseconds(100))
+        #expect(plan.read(16384..<32768, readAhead: 1 << 20, at: .milliseconds(100), hostBytesPerSecond: 2_097_152)
+                == ["answer 16384..<32768"])
+        #expect(plan.transfers[0]?.bytes == 0..<4_194_304)
+    }
 }

@@ -41,11 +41,21 @@ extension FilePlan {
             // head the reader would have waited on does not count as on its way).
             var cut = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: needed)),
                                        now: now, hostBytesPerSecond: hostBytesPerSecond)
+            if readAhead > 0 {
+                // So is background work (one started before the reader came: later ones leave its
+                // zone alone) that would bring the first half of the read-ahead window late, before
+                // the window is judged: counted as on its way to its end, one transfer covering the
+                // window (an opened file's completion) would keep read-ahead from ever being due,
+                // and the reader would follow it at one connection's pace. Only the half that
+                // decides whether read-ahead is due: a cut past it would leave bytes nobody asks for.
+                let judged = needed.lowerBound..<min(layout.fileSize, max(needed.upperBound, bytes.upperBound + readAhead / 2))
+                let first = cutLateBackgroundWork(in: judged, now: now, hostBytesPerSecond: hostBytesPerSecond)
+                cut = (cut.actions + first.actions, cut.cutAny || first.cutAny)
+            }
             let end = max(readAheadEnd(after: bytes.upperBound, window: readAhead) ?? needed.upperBound, needed.upperBound)
             if end > needed.upperBound {
-                // So is background work that would bring the read-ahead's blocks late (one started
-                // before the reader came: later ones leave its zone alone), or the reader would
-                // follow it at one request's pace.
+                // Read-ahead goes out: background work bringing the rest of its blocks late is cut
+                // too, or the reader would follow it there.
                 let ahead = cutLateBackgroundWork(in: layout.byteRange(ofBlocks: layout.blocks(covering: needed.lowerBound..<end)),
                                                   now: now, hostBytesPerSecond: hostBytesPerSecond)
                 cut = (cut.actions + ahead.actions, cut.cutAny || ahead.cutAny)
