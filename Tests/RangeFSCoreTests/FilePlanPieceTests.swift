@@ -94,6 +94,22 @@ struct FilePlanPieceTests {
         #expect(!plan.sources.isUsable(0, now: Fixture.start) && plan.sources.isUsable(1, now: Fixture.start))
     }
 
+    /// A piece's source is followed while it is at least half as fast as the fastest usable
+    /// one; a slower one is passed over, and the piece then comes from several.
+    @Test(arguments: [(1_800_000.0, true), (4_000_000.0, false)])
+    func aPiecesSourceIsFollowedOnlyWhileItIsHalfAsFast(mirrorSpeed: Double, followed: Bool) {
+        var plan = Self.plan(mirrors: [Fixture.mirror])
+        let info = RemoteFileInfo(size: 8 * Fixture.block, validator: Fixture.validator, modified: nil)
+        _ = plan.startBackgroundTransfer(0..<Fixture.block, onFinish: { _ in })
+        _ = plan.startBackgroundTransfer(Fixture.block..<(2 * Fixture.block), onFinish: { _ in })
+        _ = plan.sourceProbed(1, .success(info), now: Fixture.start)
+        plan.sources.measured(0, bytesPerSecond: 1_000_000, at: Fixture.start)
+        plan.sources.measured(1, bytesPerSecond: 500_000, at: Fixture.start)
+        #expect(Self.begin(&plan, 0) == Fixture.origin, "the faster source takes the piece's first half")
+        plan.sources.measured(1, bytesPerSecond: mirrorSpeed, at: Fixture.start)
+        #expect(Self.begin(&plan, 1) == (followed ? Fixture.origin : Fixture.mirror))
+    }
+
     @Test func aRetryOfAPieceLeavesTheSourceItFailedAt() {
         var plan = Self.plan(mirrors: [Fixture.mirror])
         let info = RemoteFileInfo(size: 8 * Fixture.block, validator: Fixture.validator, modified: nil)

@@ -37,6 +37,8 @@ extension FilePlan {
     /// transfer `id` starts, when it is usable and not where this transfer just failed: a piece
     /// whose bytes all come from one source names that source when it fails its hash, where one
     /// pieced together from several (a reader's small parts spread over the mirrors) blames none.
+    /// Not at any price: a source less than half as fast as the fastest usable one is passed
+    /// over, and the piece then comes from several (a bad one rests them all).
     func pieceSource(for id: Int, now: ContinuousClock.Instant) -> Int? {
         guard let pieces, let transfer = transfers[id], transfer.frontier < transfer.bytes.upperBound else { return nil }
         let start = transfer.frontier
@@ -48,7 +50,9 @@ extension FilePlan {
         }
         guard writing.count == 1, let only = writing.first, only != transfer.source,
               sources.isUsable(only, now: now) else { return nil }
-        return only
+        let speeds = sources.expectedSpeeds(now: now, memory: policy.sourceSpeedMemory)
+        let fastest = sources.all.indices.filter { sources.isUsable($0, now: now) }.map { speeds[$0] }.max() ?? 0
+        return 2 * speeds[only] >= fastest ? only : nil
     }
 
     /// The source a request started now would ask (the record's when none is usable).
