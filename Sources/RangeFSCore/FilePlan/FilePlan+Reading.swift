@@ -38,20 +38,17 @@ extension FilePlan {
             let needed = pieceAligned(bytes)
             // A transfer that would bring the reader's own blocks late is cut first, and those
             // bytes are asked for again below: read-ahead is judged by what comes soon (a slow
-            // head the reader would have waited on does not count as on its way).
-            var cut = cutLateTransfers(bringing: layout.byteRange(ofBlocks: layout.blocks(covering: needed)),
+            // head the reader would have waited on does not count as on its way). So is background
+            // work (one started before the reader came: later ones leave its zone alone) that
+            // would bring the first half of the read-ahead window late: counted as on its way to
+            // its end, one transfer covering the window (an opened file's completion) would keep
+            // read-ahead from ever being due, and the reader would follow it at one connection's
+            // pace. Only the half that decides whether read-ahead is due: a cut past it would
+            // leave bytes nobody asks for.
+            let ownBlocks = layout.byteRange(ofBlocks: layout.blocks(covering: needed))
+            let judged = ownBlocks.lowerBound..<max(ownBlocks.upperBound, min(layout.fileSize, bytes.upperBound + readAhead / 2))
+            var cut = cutLateTransfers(bringing: ownBlocks, withReadAhead: readAhead > 0 ? judged : nil,
                                        now: now, hostBytesPerSecond: hostBytesPerSecond)
-            if readAhead > 0 {
-                // So is background work (one started before the reader came: later ones leave its
-                // zone alone) that would bring the first half of the read-ahead window late, before
-                // the window is judged: counted as on its way to its end, one transfer covering the
-                // window (an opened file's completion) would keep read-ahead from ever being due,
-                // and the reader would follow it at one connection's pace. Only the half that
-                // decides whether read-ahead is due: a cut past it would leave bytes nobody asks for.
-                let judged = needed.lowerBound..<min(layout.fileSize, max(needed.upperBound, bytes.upperBound + readAhead / 2))
-                let first = cutLateBackgroundWork(in: judged, now: now, hostBytesPerSecond: hostBytesPerSecond)
-                cut = (cut.actions + first.actions, cut.cutAny || first.cutAny)
-            }
             let end = max(readAheadEnd(after: bytes.upperBound, window: readAhead) ?? needed.upperBound, needed.upperBound)
             if end > needed.upperBound {
                 // Read-ahead goes out: background work bringing the rest of its blocks late is cut

@@ -22,9 +22,8 @@ extension FilePlan {
             transfers[id]?.attemptStarted = (now, transfer.written)
             return .request(source)
         }
-        guard let index = pieceSource(for: id, now: now)
-                ?? sources.best(now: now, avoiding: transfer.source, running: runningPerSource(besides: id),
-                                speedMemory: policy.sourceSpeedMemory) else {
+        guard let index = sources.best(now: now, avoiding: transfer.source, keeping: pieceWriter(for: id),
+                                       running: runningPerSource(besides: id), speedMemory: policy.sourceSpeedMemory) else {
             return .later(waitForSource(id, now: now))
         }
         transfers[id]?.source = index
@@ -34,25 +33,18 @@ extension FilePlan {
     }
 
     /// With piece hashes, the one source that wrote or is bringing bytes of the piece where
-    /// transfer `id` starts, when it is usable and not where this transfer just failed: a piece
-    /// whose bytes all come from one source names that source when it fails its hash, where one
-    /// pieced together from several (a reader's small parts spread over the mirrors) blames none.
-    /// Not at any price: a source less than half as fast as the fastest usable one is passed
-    /// over, and the piece then comes from several (a bad one rests them all).
-    func pieceSource(for id: Int, now: ContinuousClock.Instant) -> Int? {
-        guard let pieces, let transfer = transfers[id], transfer.frontier < transfer.bytes.upperBound else { return nil }
-        let start = transfer.frontier
-        guard let piece = pieceIndices(covering: start..<(start + 1)).first else { return nil }
+    /// transfer `id` starts (nil when none or several): a piece whose bytes all come from one
+    /// source names it when it fails its hash, where one pieced together from several (a
+    /// reader's small parts spread over the mirrors) blames none. `best` keeps to it.
+    func pieceWriter(for id: Int) -> Int? {
+        guard let pieces, let transfer = transfers[id], transfer.frontier < transfer.bytes.upperBound,
+              let piece = pieceIndices(covering: transfer.frontier..<(transfer.frontier + 1)).first else { return nil }
         let pieceBytes = pieces.range(ofPiece: piece, fileSize: layout.fileSize)
         var writing = pieceWriters[piece] ?? []
         for (other, running) in transfers where other != id && !running.parked && running.bytes.overlaps(pieceBytes) {
             if let source = running.source { writing.insert(source) }
         }
-        guard writing.count == 1, let only = writing.first, only != transfer.source,
-              sources.isUsable(only, now: now) else { return nil }
-        let speeds = sources.expectedSpeeds(now: now, memory: policy.sourceSpeedMemory)
-        let fastest = sources.all.indices.filter { sources.isUsable($0, now: now) }.map { speeds[$0] }.max() ?? 0
-        return 2 * speeds[only] >= fastest ? only : nil
+        return writing.count == 1 ? writing.first : nil
     }
 
     /// The source a request started now would ask (the record's when none is usable).
@@ -98,7 +90,7 @@ extension FilePlan {
         let kept = UInt64(Double(transfer.bytes.upperBound - transfer.frontier) * slowest.rate / (slowest.rate + otherRate))
         // At the first block boundary past that share (`cut` refuses one the transfer has passed),
         // and past the piece it falls in: the rest would otherwise follow the slow source there
-        // (`pieceSource`).
+        // (`pieceWriter`).
         let share = transfer.frontier + max(kept, 1)
         let cutFrom = min(layout.fileSize, pieceAligned(share..<(share + 1)).upperBound)
         let cutBlock = Int((cutFrom + layout.blockSize - 1) / layout.blockSize)

@@ -90,12 +90,19 @@ struct FileSources {
     /// manifest's order. `running[i]`: the requests source `i` serves now (none when absent). A
     /// source with no speed measured within `speedMemory` counts as fast as the fastest that has
     /// one, so every source gets tried and a slow one is tried again later. `avoiding` is passed
-    /// over when another source is usable (a retry after a failure goes elsewhere).
-    func best(now: ContinuousClock.Instant, avoiding: Int? = nil, running: [Int] = [],
+    /// over when another source is usable (a retry after a failure goes elsewhere). `keeping`
+    /// (the source already bringing the piece a request falls in) is chosen while it is a
+    /// candidate at least half as fast as the fastest: a piece from one source names it when it
+    /// fails its hash, but not at any price.
+    func best(now: ContinuousClock.Instant, avoiding: Int? = nil, keeping: Int? = nil, running: [Int] = [],
               speedMemory: Duration = FetchPolicy().sourceSpeedMemory) -> Int? {
         let usable = all.indices.filter { isUsable($0, now: now) }
         let candidates = usable.count > 1 ? usable.filter { $0 != avoiding } : usable
         let speeds = expectedSpeeds(now: now, memory: speedMemory)
+        if let keeping, candidates.contains(keeping),
+           2 * speeds[keeping] >= candidates.map({ speeds[$0] }).max() ?? 0 {
+            return keeping
+        }
         func wait(_ index: Int) -> Double {
             Double((index < running.count ? running[index] : 0) + 1) / max(speeds[index], 1)
         }
