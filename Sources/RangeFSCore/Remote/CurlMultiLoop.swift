@@ -12,15 +12,21 @@ final class CurlMultiLoop {
     /// Background transfers not started yet: beyond the background connection limit, or
     /// handed in while a reader waits or background work is paused.
     private var waitingBackground: [TransferSpec] = []
+    /// Body buffers for the transfers, kept mapped from one transfer to the next.
+    private let buffers: CoalescingBufferPool
 
     init(multi: CurlMultiHandle, inbox: CurlInbox, configuration: CurlClient.Configuration, logger: Logger) {
         self.multi = multi
         self.inbox = inbox
         self.configuration = configuration
         self.logger = logger
+        buffers = CoalescingBufferPool(bufferBytes: CurlTransfer.receiveBufferBytes,
+                                       keptAtMost: configuration.maxConnectionsPerHost)
     }
 
     func run() {
+        // A reader's first request and the background's first transfer find theirs mapped.
+        buffers.prepare(2)
         while true {
             let (specs, stopping) = inbox.take()
             if stopping { break }
@@ -188,7 +194,8 @@ final class CurlMultiLoop {
     private func start(_ spec: TransferSpec) {
         let transfer: CurlTransfer
         do {
-            transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, configuration: configuration, gate: inbox.gate)
+            transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, configuration: configuration, gate: inbox.gate,
+                                        buffers: buffers)
         } catch {
             spec.fail(error)
             return

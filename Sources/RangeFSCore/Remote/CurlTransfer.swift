@@ -21,6 +21,8 @@ final class CurlTransfer {
     /// Body bytes received but not yet handed to the sink: libcurl delivers 16 KiB at a time,
     /// the sink gets them in one piece after each round of the loop or when this fills.
     private var coalesced: CoalescingBuffer?
+    /// Where `coalesced` comes from and goes back to when the transfer ends.
+    private let buffers: CoalescingBufferPool
     /// Bytes handed to the sink so far.
     private var storedBytes: UInt64 = 0
     private let metrics: MountMetrics
@@ -73,11 +75,13 @@ final class CurlTransfer {
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
 
-    init(spec: TransferSpec, configuration: CurlClient.Configuration, gate: BackgroundGate) throws(RemoteError) {
+    init(spec: TransferSpec, configuration: CurlClient.Configuration, gate: BackgroundGate,
+         buffers: CoalescingBufferPool) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
         self.easy = easy
         self.spec = spec
         self.gate = gate
+        self.buffers = buffers
         metrics = configuration.metrics
         dialect = configuration.dialect
         let url: URL
@@ -153,6 +157,7 @@ final class CurlTransfer {
     }
 
     deinit {
+        if let coalesced { buffers.giveBack(coalesced) }
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
@@ -212,7 +217,7 @@ final class CurlTransfer {
 
     /// Keeps body bytes for the sink; writes out what was gathered first when they do not fit.
     private func gather(_ bytes: UnsafeRawBufferPointer) -> Reception {
-        if coalesced == nil { coalesced = CoalescingBuffer(capacity: Self.receiveBufferBytes) }
+        if coalesced == nil { coalesced = buffers.take() }
         if !coalesced!.append(bytes) {
             guard storePending() else { return .abort }
             _ = coalesced!.append(bytes)
