@@ -15,7 +15,7 @@ final class CurlTransfer {
     /// For a probe answered by a range GET: the size read from its headers.
     private var probedSize: UInt64?
     /// The headers of the latest response (a redirect or `100 Continue` starts a new set).
-    private var responseHeaders = ReceivedHeaders()
+    private(set) var responseHeaders = ReceivedHeaders()
     /// Says when a background transfer must stop receiving.
     private let gate: BackgroundGate
     /// Body bytes received but not yet handed to the sink: libcurl delivers 16 KiB at a time,
@@ -392,43 +392,6 @@ final class CurlTransfer {
             return .transport(message)
         }
     }
-
-    // MARK: Response facts
-
-    private var responseCode: Int {
-        var code = 0
-        rangefs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
-        return code
-    }
-
-    /// From the request sent to the reply's first byte (libcurl's timings; summed over redirects).
-    private var serverTime: Duration {
-        var sent: curl_off_t = 0, firstByte: curl_off_t = 0
-        rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &sent)
-        rangefs_easy_getinfo_off(easy, CURLINFO_STARTTRANSFER_TIME_T, &firstByte)
-        return .microseconds(max(0, firstByte - sent))
-    }
-
-    private var contentLength: UInt64? {
-        var length: curl_off_t = -1
-        rangefs_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
-        return length >= 0 ? UInt64(length) : nil
-    }
-
-    private var responseFacts: ResponseFacts {
-        var redirects = 0
-        rangefs_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
-        return ResponseFacts(status: responseCode, headers: responseHeaders.lines, contentLength: contentLength,
-                             redirected: redirects > 0)
-    }
-
-    /// The URL the final response came from.
-    private var effectiveURL: URL? {
-        var text: UnsafeMutablePointer<CChar>?
-        guard rangefs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text else { return nil }
-        return URL(string: String(cString: text))
-    }
-
 }
 
 private func curlTransferHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

@@ -1,0 +1,40 @@
+import CCurl
+import Foundation
+
+/// What libcurl knows of a transfer's final response: its status, length, timings and where
+/// it came from after redirects.
+extension CurlTransfer {
+    var responseCode: Int {
+        var code = 0
+        rangefs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    /// From the request sent to the reply's first byte (libcurl's timings; summed over redirects).
+    var serverTime: Duration {
+        var sent: curl_off_t = 0, firstByte: curl_off_t = 0
+        rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &sent)
+        rangefs_easy_getinfo_off(easy, CURLINFO_STARTTRANSFER_TIME_T, &firstByte)
+        return .microseconds(max(0, firstByte - sent))
+    }
+
+    var contentLength: UInt64? {
+        var length: curl_off_t = -1
+        rangefs_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        return length >= 0 ? UInt64(length) : nil
+    }
+
+    var responseFacts: ResponseFacts {
+        var redirects = 0
+        rangefs_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
+        return ResponseFacts(status: responseCode, headers: responseHeaders.lines, contentLength: contentLength,
+                             redirected: redirects > 0)
+    }
+
+    /// The URL the final response came from.
+    var effectiveURL: URL? {
+        var text: UnsafeMutablePointer<CChar>?
+        guard rangefs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text else { return nil }
+        return URL(string: String(cString: text))
+    }
+}
