@@ -244,3 +244,34 @@ extension Array {
         return try indices.map { index in try results.withLock { $0[index]! }.get() }
     }
 }
+
+/// A read no server answers fails at the read deadline (`ReadDeadlines`), and the file reads
+/// again once the server does.
+@Suite("Fetch engine: read deadlines")
+struct EngineReadDeadlineTests {
+    @Test func aReadTheServerNeverAnswersFailsAtTheDeadlineAndTheFileReadsAgainAfter() throws {
+        let data = FetchEngineHarness.bytes(128 * 1024)
+        var policy = FetchEngineHarness.quickPolicy
+        policy.readDeadline = .milliseconds(400)
+        let engine = try FetchEngineHarness(files: ["a.bin": data], policy: policy)
+        let file = try #require(try engine.file("a.bin").value)
+        let deadlines = engine.catalog.environment.readDeadlines
+        // Longer than the deadline and than libcurl's stall timeout (1 s): only the deadline ends the wait.
+        engine.server.inject(.stallBeforeHeaders(for: .seconds(20)), for: "a.bin", method: "GET")
+        let started = ContinuousClock.now
+        let stalled = try engine.read(file, 0..<4096, timeout: 10)
+        let waited = ContinuousClock.now - started
+        guard case .failure(let error) = stalled, case .timedOut(let after) = error.reason else {
+            Issue.record("the stalled read should time out: \(stalled)")
+            return
+        }
+        #expect(after == policy.readDeadline)
+        #expect(waited >= policy.readDeadline, "failed after \(waited), before its deadline")
+        #expect(FilesystemHarness.eventually(timeout: 10) { deadlines.watchedCount == 0 }, "nobody waits: no file is watched")
+        // libcurl gives the stalled request up (its stall timeout) and it is asked again: the
+        // next read gets the bytes.
+        #expect(FilesystemHarness.eventually(timeout: 10) { engine.gets("a.bin").count >= 2 }, "\(engine.gets("a.bin"))")
+        let again = try engine.read(file, 0..<4096, timeout: 20)
+        #expect(again.value == Array(data[0..<4096]), "\(again.map(\.count))")
+    }
+}

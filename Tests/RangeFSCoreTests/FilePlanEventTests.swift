@@ -169,11 +169,26 @@ private let noReply = PlanFixture.noReply
         #expect(plan.read(100..<200, readAhead: 0) == ["fetch #2 0..<4096", "wait #2"])
     }
 
+    @Test func aReadFailsOnceItWaitedPastTheReadDeadlineAndNotBefore() {
+        var plan = PlanFixture.plan(size: 2 * block)
+        let deadline = plan.policy.readDeadline
+        #expect(plan.read(0..<100) == ["fetch #0 0..<4096", "wait #0"])
+        #expect(plan.read(block..<block + 100, at: .seconds(5)) == ["fetch #1 65536..<69632", "wait #1"])
+        #expect(plan.expireWaiters(now: PlanFixture.start + deadline - .milliseconds(1)).isEmpty)
+        let late = PlanFixture.lines(plan.expireWaiters(now: PlanFixture.start + deadline))
+        #expect(late == ["log error", "fail \(Self.name): \(FetchError.Reason.timedOut(deadline))"], "\(late)")
+        #expect(plan.waiters.map(\.id) == [1], "the later read still waits")
+        #expect(plan.expireWaiters(now: PlanFixture.start + .seconds(5) + deadline).count == 2)
+        #expect(plan.waiters.isEmpty)
+        // The failed read's transfer goes on; its bytes answer nobody now.
+        #expect(!plan.write(0, 0..<4096).contains { $0.hasPrefix("answer") })
+    }
+
     @Test func aReaderLeftWithoutATransferAsksForItsPagesAgainWhenOneEnds() {
         var plan = PlanFixture.plan(size: 2 * block)
         #expect(plan.read(0..<100) == ["fetch #0 0..<4096", "wait #0"])
         // As after a rollback that dropped bytes its transfer had already passed.
-        plan.waiters.append(FilePlan.Waiter(id: 9, bytes: block + 5000..<block + 5100, completion: noReply))
+        plan.waiters.append(FilePlan.Waiter(id: 9, bytes: block + 5000..<block + 5100, completion: noReply, deadline: .now + .seconds(120)))
         #expect(plan.write(0, 0..<4096) == ["answer 0..<100"])
         #expect(plan.end(0, .success(())) == ["fetch #1 69632..<73728"])
         #expect(plan.transfers[1]?.blocks.isEmpty == true)

@@ -55,7 +55,7 @@ enum PlanFixture {
             case .raise: "raise"
             case .endEarly(_, let offset): "end early at \(offset)"
             case .notify(_, let succeeded): "notify \(succeeded)"
-            case .expire(let waiter, _): "wait #\(waiter)"
+            case .awaitDeadline(let waiter): "wait #\(waiter)"
             case .invalidated: "invalidated"
             case .rejected: "rejected"
             case .rangesIgnored: "ranges ignored"

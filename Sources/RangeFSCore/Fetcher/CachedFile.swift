@@ -269,6 +269,16 @@ public final class CachedFile: Sendable {
         return state.plan.startBackgroundTransfer(piece, priority: priority, onFinish: onFinish)
     }
 
+    /// Fails the reads waiting past their deadline (`ReadDeadlines`); false once no read waits.
+    func expireLateReads(now: ContinuousClock.Instant) -> Bool {
+        var waiting = false
+        update { state in
+            defer { waiting = !state.plan.waiters.isEmpty }
+            return state.plan.expireWaiters(now: now)
+        }
+        return waiting
+    }
+
     // MARK: Performing
 
     /// Runs `decide` under the lock, then performs what it returned. `readAheadFrom`: where
@@ -295,10 +305,8 @@ public final class CachedFile: Sendable {
                 urgency.raise()
             case .endEarly(let urgency, let offset):
                 urgency.endEarly(at: offset)
-            case .expire(let waiter, let delay):
-                DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    update { $0.plan.waiterExpired(waiter) }
-                }
+            case .awaitDeadline:
+                environment.readDeadlines.watch(self)
             case .invalidated:
                 events.invalidated(self)
             case .rejected:

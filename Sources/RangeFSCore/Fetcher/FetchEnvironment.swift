@@ -118,6 +118,8 @@ public struct FetchEnvironment: Sendable {
     let hostRates = HostRates()
     /// The head and tail sizes first scans taught, per file type (kept in the cache database).
     let learnedHeadTails: LearnedHeadTails
+    /// Fails the reads that waited past `policy.readDeadline` (as the policy was at `init`).
+    let readDeadlines: ReadDeadlines
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
@@ -130,5 +132,6 @@ public struct FetchEnvironment: Sendable {
         self.policy = policy
         self.logger = logger
         learnedHeadTails = LearnedHeadTails(store: store, committer: committer, logger: logger)
+        readDeadlines = ReadDeadlines(readDeadline: policy.readDeadline)
     }
 }

@@ -68,7 +68,7 @@ extension FilePlan {
         } else {
             let id = nextWaiterID
             nextWaiterID += 1
-            waiters.append(Waiter(id: id, bytes: bytes, completion: completion))
+            waiters.append(Waiter(id: id, bytes: bytes, completion: completion, deadline: now + policy.readDeadline))
             // A reader now waits on these transfers: none of them may be held back any more, and
             // read-ahead among them now holds background work back as a reader's request does.
             // With piece hashes it waits for its whole pieces, so also for the transfers bringing
@@ -80,7 +80,7 @@ extension FilePlan {
                 transfers[id]?.isReadAhead = false
                 actions.append(.raise(transfer.urgency))
             }
-            actions.append(.expire(waiter: id, after: policy.readDeadline))
+            actions.append(.awaitDeadline(waiter: id))
         }
         return actions
     }

@@ -31,12 +31,15 @@ extension FilePlan {
         return actions
     }
 
-    /// A read that waited past the deadline fails rather than hang.
-    mutating func waiterExpired(_ id: Int) -> [Action] {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return [] }
-        let waiter = waiters.remove(at: index)
-        return [.log(.error, "read of \(name) timed out after \(policy.readDeadline)"),
-                .fail(waiter.completion, FetchError(name, .timedOut(policy.readDeadline)))]
+    /// Reads that waited past their deadline fail rather than hang.
+    mutating func expireWaiters(now: ContinuousClock.Instant) -> [Action] {
+        guard waiters.contains(where: { $0.deadline <= now }) else { return [] }
+        let late = waiters.filter { $0.deadline <= now }
+        waiters.removeAll { $0.deadline <= now }
+        return late.flatMap { waiter -> [Action] in
+            [.log(.error, "read of \(name) timed out after \(policy.readDeadline)"),
+             .fail(waiter.completion, FetchError(name, .timedOut(policy.readDeadline)))]
+        }
     }
 
     /// Removes and returns the readers waiting for bytes that nothing will bring. Normally

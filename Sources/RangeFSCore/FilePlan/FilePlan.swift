@@ -170,11 +170,12 @@ struct FilePlan {
         var hostBytesPerSecond: Double?
     }
 
-    /// A read waiting for its bytes.
+    /// A read waiting for its bytes, failed if they are not here by `deadline`.
     struct Waiter {
         var id: Int
         var bytes: Range<UInt64>
         var completion: ReadCompletion
+        var deadline: ContinuousClock.Instant
     }
 
     /// Work decided under the lock and done after it is released.
@@ -187,7 +188,8 @@ struct FilePlan {
         /// again, ends at this offset.
         case endEarly(TransferUrgency, at: UInt64)
         case notify(@Sendable (Bool) -> Void, Bool)
-        case expire(waiter: Int, after: Duration)
+        /// A reader waits now: the file's late reads are to be looked for (`ReadDeadlines`).
+        case awaitDeadline(waiter: Int)
         case invalidated
         case rejected
         case rangesIgnored
