@@ -13,11 +13,56 @@ private let noReply = PlanFixture.noReply
 /// background work, each answered with the exact actions to take.
 @Suite struct FilePlanTransferEndTests {
     @Test func successAnswersReadersAndCommitsWhenNothingElseRuns() {
-        var plan = PlanFixture.plan(size: 2 * block)
-        #expect(plan.read(0..<2 * block, readAhead: 0) == ["fetch #0 0..<131072", "wait #0"])
-        #expect(plan.write(0, 0..<2 * block) == ["answer 0..<131072", "cached 131072"])
-        #expect(plan.end(0, .success(())) == ["commit"])
+        var plan = PlanFixture.plan(size: 8 * block)
+        #expect(plan.read(0..<4 * block) == ["fetch #0 0..<262144", "wait #0"])
+        #expect(plan.write(0, 0..<4 * block) == ["answer 0..<262144", "cached 262144"])
+        #expect(plan.end(0, .success(())) == ["commit"], "no transfer runs and no handle is open")
         #expect(plan.transfers.isEmpty && plan.commitScheduled)
+    }
+
+    /// Syncing is kept off a reader's way: a partly fetched file commits once its oldest
+    /// uncommitted blocks are `commitInterval` old, while its transfers run or after they end.
+    @Test func aPartlyFetchedFileCommitsOnceItsOldestUncommittedBlocksAreAnIntervalOld() {
+        var plan = PlanFixture.plan(size: 8 * block)
+        plan.openHandles = 1
+        #expect(plan.read(0..<4 * block) == ["fetch #0 0..<262144", "wait #0"])
+        #expect(plan.write(0, 0..<block, at: .milliseconds(100)) == ["cached 65536"])
+        #expect(plan.write(0, block..<2 * block, at: .milliseconds(1099)) == ["cached 65536"],
+                "999 ms after the first block: not yet")
+        #expect(plan.write(0, 2 * block..<3 * block, at: .milliseconds(1100)) == ["cached 65536", "commit"])
+        _ = plan.commitStarting()
+        #expect(plan.write(0, 3 * block..<4 * block, at: .milliseconds(1200)) == ["answer 0..<262144", "cached 65536"])
+        #expect(plan.end(0, .success(()), at: .milliseconds(1300)) == ["commit in 0.9 seconds"],
+                "the transfers stopped: the last block goes once it is an interval old, from the commit queue")
+        #expect(plan.commitDeferred && !plan.commitScheduled)
+        #expect(plan.read(4 * block..<6 * block, at: .milliseconds(1400)) == ["fetch #1 262144..<393216", "wait #1"])
+        #expect(plan.write(1, 4 * block..<6 * block, at: .milliseconds(1500)) == ["answer 262144..<393216", "cached 131072"])
+        #expect(plan.end(1, .success(()), at: .milliseconds(1600)) == [], "one deferred commit at a time")
+        #expect(PlanFixture.lines(plan.handleClosed(now: PlanFixture.start + .milliseconds(1700))) == ["commit"],
+                "the last handle closed: nothing more is coming, so it goes now")
+        #expect(plan.commitScheduled)
+    }
+
+    @Test func aWholeFileUnmountingOrAFullCacheCommitsAtOnce() {
+        var whole = PlanFixture.plan(size: 2 * block)
+        whole.openHandles = 1
+        _ = whole.read(0..<2 * block, readAhead: 0)
+        #expect(whole.write(0, 0..<block) == ["cached 65536"])
+        #expect(whole.write(0, block..<2 * block) == ["answer 0..<131072", "cached 65536", "commit"],
+                "the last block: the file is whole and is promoted without waiting")
+
+        var unmounting = PlanFixture.plan(size: 8 * block)
+        unmounting.openHandles = 1
+        _ = unmounting.read(0..<block)
+        _ = unmounting.write(0, 0..<block)
+        #expect(unmounting.end(0, .failure(.cancelled)) == ["commit"])
+
+        var full = PlanFixture.plan(size: 8 * block)
+        full.openHandles = 1
+        _ = full.read(0..<block)
+        _ = full.write(0, 0..<block)
+        full.stopForSpace(0)
+        #expect(full.end(0, .success(())) == ["commit"])
     }
 
     struct RetryCase: Sendable, CustomTestStringConvertible {
@@ -97,7 +142,7 @@ private let noReply = PlanFixture.noReply
         #expect(plan.end(0, .failure(.rangesNotSupported)) == ["log warning", "fetch #1 0..<196608 whole", "ranges ignored"])
         #expect(plan.streamOnly)
         #expect(plan.read(10..<20, readAhead: block) == ["wait #1"])
-        #expect(plan.write(1, 0..<3 * block) == ["answer 131072..<131082", "answer 10..<20", "cached 196608"])
+        #expect(plan.write(1, 0..<3 * block) == ["answer 131072..<131082", "answer 10..<20", "cached 196608", "commit"])
     }
 
     @Test func aChangeMidReadFailsEveryReaderAndRefusesLaterReads() {

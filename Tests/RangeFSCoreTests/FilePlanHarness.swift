@@ -69,6 +69,7 @@ enum PlanFixture {
             case .fail(_, let error): "fail \(error.description)"
             case .readThrough(let bytes, _): "read through \(bytes)"
             case .commit: "commit"
+            case .commitLater(let delay): "commit in \(delay)"
             case .log(let level, _): "log \(level)"
             }
         }

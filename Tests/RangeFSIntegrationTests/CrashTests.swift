@@ -13,7 +13,7 @@ extension RangeFSIntegrationTests {
     @Test("crash loop: 24 × kill -9 at a random moment of heavy fetching, remount at the same place; files identical, committed blocks never re-fetched")
     func crashLoop() throws {
         let rounds = 24
-        let fileSize = 40 << 20
+        let fileSize = 64 << 20
         let names = ["crash-a.bin", "crash-b.bin", "crash-c.bin"]
         let root = try Scratch.makeDir("crash-docroot")
         defer { Scratch.remove(root) }
@@ -25,8 +25,8 @@ extension RangeFSIntegrationTests {
             guard let hash = SHA256.of(path).hash else { throw HarnessError("cannot hash \(path)") }
             originals[name] = hash
         }
-        // Throttled per request, so that a round of a few hundred milliseconds ends mid-transfer.
-        let server = try NginxServer(serving: root, slowRate: "12m")
+        // Throttled per request, so that a round of a second or two ends mid-transfer.
+        let server = try NginxServer(serving: root, slowRate: "4m")
         let log = server.accessLog
         let entries = names.map { ManifestLine(path: $0, url: server.slowURL($0)) }
         let cacheDir = try fx.makeCacheDir()
@@ -42,6 +42,7 @@ extension RangeFSIntegrationTests {
         var killsMidTransfer = 0
         var staleCleared = 0, staleNotCleared = 0
         var lostBlocks = 0
+        var committedBefore = 0, roundsThatCommitted = 0
 
         for round in 1...rounds {
             let mark = log.mark()
@@ -73,8 +74,11 @@ extension RangeFSIntegrationTests {
                 break
             }
             // Background transfers stand still for the mount grace (250 ms) after the mount: the
-            // kill comes during the fetching that follows it.
-            let wait = FetchPolicy().mountGrace / .seconds(1) + Double(Int.random(in: 50...500, using: &random)) / 1000
+            // kill comes during the fetching that follows it, before or after the first commits
+            // (due once the oldest uncommitted blocks are `commitInterval` old).
+            let policy = FetchPolicy()
+            let wait = (policy.mountGrace + policy.commitInterval / 2) / .seconds(1)
+                + Double(Int.random(in: -450...1500, using: &random)) / 1000
             Thread.sleep(forTimeInterval: wait)
             guard let pid = mount.daemonPid() else {
                 Issue.record("round \(round): no daemon pid (root xattr user.rangefs.pid)")
@@ -116,6 +120,8 @@ extension RangeFSIntegrationTests {
             }
             durable = after
             let committed = after.values.reduce(0) { $0 + $1.committedBytes }
+            if committed > committedBefore { roundsThatCommitted += 1 }
+            committedBefore = committed
             print("round \(round): killed after \(Int(wait * 1000)) ms, \(requests.count) requests\(aborted ? " (mid-transfer)" : ""), committed \(committed >> 20) MiB of \(names.count * fileSize >> 20) MiB")
         }
         let loopSeconds = Date().timeIntervalSince(started)
@@ -162,11 +168,13 @@ extension RangeFSIntegrationTests {
             #expect(SHA256.of(dataPath).hash == originals[name], "\(name): the cache data file \(dataPath) differs from the original")
         }
 
-        // Bytes served: each file once, plus at most what can be in flight or not yet committed per kill.
+        // Bytes served: each file once, plus at most what can be in flight or not yet committed
+        // per kill: what the downloads bring in a commit interval at 4 MiB/s each.
         let totalSize = names.count * fileSize
         let totalServed = servedPerFile.values.reduce(0, +)
-        let chunk = 4 << 20, downloads = 3, commitInterval = 8 << 20
-        let perKill = downloads * chunk + commitInterval
+        let chunk = 4 << 20, downloads = 3
+        let uncommitted = Int(Double(downloads * 4 << 20) * (FetchPolicy().commitInterval / .seconds(1)))
+        let perKill = downloads * chunk + uncommitted
         let bound = totalSize + rounds * perKill
         print("""
             crash loop: \(rounds) kills in \(String(format: "%.1f", loopSeconds)) s (\(killsMidTransfer) mid-transfer), \
@@ -174,7 +182,8 @@ extension RangeFSIntegrationTests {
             bytes served: \(totalServed) (\(totalServed >> 20) MiB) for \(totalSize) (\(totalSize >> 20) MiB) of files, \
             i.e. \(String(format: "%.2f", Double(totalServed) / Double(totalSize)))×; per file: \
             \(names.map { "\($0) \(servedPerFile[$0, default: 0] >> 20) MiB" }.joined(separator: ", "))
-            bound: size + rounds × (\(downloads) × \(chunk >> 20) MiB in flight + \(commitInterval >> 20) MiB uncommitted) = \(bound >> 20) MiB
+            bound: size + rounds × (\(downloads) × \(chunk >> 20) MiB in flight + \(uncommitted >> 20) MiB uncommitted) = \(bound >> 20) MiB
+            rounds whose kill found more committed than the round before: \(roundsThatCommitted) of \(rounds)
             committed bytes asked for again after a restart: \(refetchedBytes); committed blocks lost: \(lostBlocks)
             bytes verified: \(totalSize) through the mount and \(totalSize) in the cache's data files
             """)
@@ -182,6 +191,7 @@ extension RangeFSIntegrationTests {
         #expect(refetchedBytes == 0)
         #expect(lostBlocks == 0)
         #expect(totalServed <= bound, "served \(totalServed) bytes, more than the bound \(bound)")
+        #expect(roundsThatCommitted >= rounds / 6, "only \(roundsThatCommitted) of \(rounds) rounds committed anything before their kill: the loop did not test kills after commits")
         #expect(killsMidTransfer >= rounds / 2, "only \(killsMidTransfer) of \(rounds) kills landed during a transfer: the loop did not test crashes mid-fetch")
         #expect(loopSeconds < 150, "the kill loop took \(loopSeconds) s")
     }

@@ -105,10 +105,13 @@ public final class CachedFile: Sendable {
 
     /// A file handle was closed; the data file is closed once nothing needs it.
     public func released() {
-        state.withLock { state in
-            state.plan.openHandles -= 1
+        let now = ContinuousClock.now
+        let (actions, file) = state.withLock { state in
+            let actions = state.plan.handleClosed(now: now)
             closeIfIdle(&state)
+            return (actions, state.dataFile)
         }
+        perform(actions, file: file)
     }
 
     public var isComplete: Bool {
@@ -345,6 +348,8 @@ public final class CachedFile: Sendable {
                 readThrough(bytes, completion)
             case .commit:
                 environment.committer.schedule { [self] in commit() }
+            case .commitLater(let delay):
+                environment.committer.schedule(after: delay) { [self] in commit() }
             case .log(let level, let message):
                 environment.logger.log(level: level, "\(message)")
             }

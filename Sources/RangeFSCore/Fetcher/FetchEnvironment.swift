@@ -48,8 +48,14 @@ public struct FetchPolicy: Sendable {
     /// long the listing waited for a connection behind background transfers).
     public var distantListingTime: Duration = .milliseconds(25)
     public var scanOpensWithin: Duration = .seconds(2)
-    /// Data is synced and its blocks committed at least this often during a long transfer.
-    public var commitIntervalBytes: UInt64 = 8 * 1024 * 1024
+    /// Fetched data is synced and its blocks committed once the oldest uncommitted blocks of a
+    /// file are this old (at once when the file is whole or nothing more is coming for it): a
+    /// crash loses at most about this much fetching. A time, not a byte count, and not at each
+    /// pause of a file's transfers: each sync makes the disk write what was fetched and commits
+    /// the filesystem's journal, on a small machine beside the reader waiting for its next bytes.
+    /// Syncing every 8 MiB and at each pause held cold readers on loopback (`--prefetch none`)
+    /// to 618 MB/s against 752 with this rule for one, 846 against 1,005 for four.
+    public var commitInterval: Duration = .seconds(1)
     /// Attempts per request, the first included, for transient errors (5xx, resets, stalls).
     public var maxAttempts = 4
     /// First retry delay; each further retry doubles it, with jitter.

@@ -7,10 +7,41 @@ extension FilePlan {
     /// this version was given up (nothing is committed then).
     mutating func commitStarting() -> (available: BlockBitmap, durable: BlockBitmap, invalidated: Bool) {
         commitScheduled = false
-        uncommittedBytes = 0
+        commitDeferred = false
+        uncommittedSince = nil
         committing = invalidated == nil && available != durable
         forgottenWhileCommitting = []
         return (available, durable, invalidated != nil)
+    }
+
+    /// Blocks became whole at `now` and wait for a commit.
+    mutating func uncommitted(at now: ContinuousClock.Instant) {
+        if uncommittedSince == nil { uncommittedSince = now }
+    }
+
+    /// Schedules the commit of the blocks written since the last one: at once when the file
+    /// has every block (it is promoted then), when nothing more is coming (no transfer runs and
+    /// no handle is open) or when asked (`atOnce`: at unmount, or when the cache ran out of
+    /// room); while transfers run, once the oldest of those blocks have waited `commitInterval`;
+    /// and when the transfers pause before that, at that time, from the commit queue
+    /// (`FetchPolicy.commitInterval` says why not sooner).
+    mutating func commitIfDue(now: ContinuousClock.Instant, atOnce: Bool = false) -> [Action] {
+        guard let since = uncommittedSince, !commitScheduled else { return [] }
+        let waited = now - since
+        let nothingMoreComing = transfers.isEmpty && openHandles == 0
+        if atOnce || nothingMoreComing || available.isComplete || waited >= policy.commitInterval {
+            commitScheduled = true
+            return [.commit]
+        }
+        guard transfers.isEmpty, !commitDeferred else { return [] }
+        commitDeferred = true
+        return [.commitLater(after: policy.commitInterval - waited)]
+    }
+
+    /// A handle on the file was closed: what it fetched is committed now if nothing more is coming.
+    mutating func handleClosed(now: ContinuousClock.Instant) -> [Action] {
+        openHandles -= 1
+        return commitIfDue(now: now)
     }
 
     /// The blocks of `snapshot` are synced and in the database; `complete` once it holds them all.
@@ -85,7 +116,7 @@ extension FilePlan {
         let freed = cachedBytes(of: available)
         forgetBlocks()
         complete = layout.blockCount == 0
-        uncommittedBytes = 0
+        uncommittedSince = nil
         return freed
     }
 

@@ -78,13 +78,12 @@ extension FilePlan {
         verifiedPieces = verifiedPieces.filter { piece in
             available.firstMissing(in: layout.blocks(covering: pieces.range(ofPiece: piece, fileSize: layout.fileSize))) != nil
         }
-        uncommittedBytes += completed
         var actions = answerWaiters(overlapping: range)
-        if completed > 0 { actions.append(.cachedBytes(Int64(completed))) }
-        if uncommittedBytes > 0, !commitScheduled, transfers.isEmpty || uncommittedBytes >= policy.commitIntervalBytes {
-            commitScheduled = true
-            actions.append(.commit)
+        if completed > 0 {
+            actions.append(.cachedBytes(Int64(completed)))
+            uncommitted(at: now)
         }
+        actions += commitIfDue(now: now)
         return actions
     }
 

@@ -25,14 +25,13 @@ extension FilePlan {
         transfers[id] = transfer
         sourceWrote(offset..<(offset + count), by: id, now: now)
         let added = recordWritten(offset..<(offset + count))
-        uncommittedBytes += added
         var actions = piecesToVerify(touching: offset..<(offset + count))
         actions += answerWaiters(overlapping: transfer.bytes)
-        if added > 0 { actions.append(.cachedBytes(Int64(added))) }
-        if uncommittedBytes >= policy.commitIntervalBytes, !commitScheduled {
-            commitScheduled = true
-            actions.append(.commit)
+        if added > 0 {
+            actions.append(.cachedBytes(Int64(added)))
+            uncommitted(at: now)
         }
+        actions += commitIfDue(now: now)
         return actions
     }
 
@@ -62,7 +61,7 @@ extension FilePlan {
     /// Transfer `id` ended: done, to be retried, to look for where the file is now, or failed for good.
     mutating func transferEnded(_ id: Int, _ result: Result<Void, RemoteError>, now: ContinuousClock.Instant) -> [Action] {
         guard var transfer = transfers[id] else { return [] }
-        if transfer.stoppedForSpace { return endedForSpace(transfer, id: id) }
+        if transfer.stoppedForSpace { return endedForSpace(transfer, id: id, now: now) }
         // Cut short and stopped once it had brought what it still wanted: done, not failed.
         let result = transfer.cut && transfer.frontier >= transfer.bytes.upperBound ? .success(()) : result
         var actions: [Action] = []
@@ -113,10 +112,7 @@ extension FilePlan {
         if ended, let observer = transfer.onFinish {
             actions.append(.notify(observer, result.isSuccess))
         }
-        if uncommittedBytes > 0, !commitScheduled, transfers.isEmpty || uncommittedBytes >= policy.commitIntervalBytes {
-            commitScheduled = true
-            actions.append(.commit)
-        }
+        actions += commitIfDue(now: now, atOnce: unmounting)
         return actions
     }
 
@@ -127,7 +123,7 @@ extension FilePlan {
 
     /// A transfer stopped for lack of room: nothing failed. Its readers get their bytes from the
     /// network unstored; background work on the file waits for space.
-    private mutating func endedForSpace(_ transfer: Transfer, id: Int) -> [Action] {
+    private mutating func endedForSpace(_ transfer: Transfer, id: Int, now: ContinuousClock.Instant) -> [Action] {
         transfers[id] = nil
         var actions = releasing(transfer)
         actions += answerWaiters(overlapping: transfer.bytes)
@@ -136,10 +132,7 @@ extension FilePlan {
             waitingForSpace = true
             actions.append(.notify(observer, true))
         }
-        if uncommittedBytes > 0, !commitScheduled, transfers.isEmpty {
-            commitScheduled = true
-            actions.append(.commit)
-        }
+        actions += commitIfDue(now: now, atOnce: true)
         return actions
     }
 

@@ -24,8 +24,14 @@ struct FilePlan {
     var nextTransferID = 0
     var waiters: [Waiter] = []
     var nextWaiterID = 0
-    var uncommittedBytes: UInt64 = 0
+    /// When the oldest bytes written but not yet committed were written; nil when every
+    /// written byte is committed or on its way (`commitIfDue`).
+    var uncommittedSince: ContinuousClock.Instant?
+    /// A commit is on the commit queue: the file is not idle until it has started.
     var commitScheduled = false
+    /// A commit waits on the commit queue's clock (`.commitLater`). It does not keep the file
+    /// from being idle: it finds nothing to do if the file was evicted or committed meanwhile.
+    var commitDeferred = false
     var openHandles = 0
     var lastFailure: String?
     /// The server ignores ranges: one stream from the start fills the file.
@@ -213,6 +219,8 @@ struct FilePlan {
         /// The cache has no room for these bytes: the reader gets them from the network, unstored.
         case readThrough(Range<UInt64>, ReadCompletion)
         case commit
+        /// Commit after this long (`commitIfDue`).
+        case commitLater(after: Duration)
         case log(Logger.Level, String)
     }
 
