@@ -1,5 +1,6 @@
 """Running commands and waiting on processes: every command under a timeout in its own process
 group, the error a measurement that could not be made raises, and the log."""
+import contextlib
 import os
 import signal
 import statistics
@@ -71,8 +72,27 @@ def timed(cmd, timeout, **kw):
     return time.perf_counter() - start, result
 
 
+# The samples each median() call was given, recorded for the cell being measured
+# (recording_samples), innermost last.
+_recorders = []
+
+
 def median(values):
+    values = list(values)
+    if _recorders:
+        _recorders[-1].append(values)
     return statistics.median(values)
+
+
+@contextlib.contextmanager
+def recording_samples():
+    """Collects the samples of every median() taken inside, a list per call."""
+    calls = []
+    _recorders.append(calls)
+    try:
+        yield calls
+    finally:
+        _recorders.pop()
 
 
 def pid_alive(pid):

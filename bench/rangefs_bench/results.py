@@ -1,7 +1,7 @@
 """What a run measures: Row (one line of the table, a value per system, its baseline and target),
 the merge of the --prefetch none figures beside the defaults', number formatting, and
 measure_cell, which turns a failed measurement into "n/a: reason"."""
-from .process import BenchError, log
+from .process import BenchError, log, recording_samples
 
 
 # The RangeFS figures of a group's run with --prefetch none go beside those of its run with the
@@ -24,6 +24,9 @@ class Row:
         self.target, self.target_text, self.note = target, target_text, note
         self.base_note = note     # what the row measures; a run appends what it saw
         self.values = {}      # "baseline"/system ("rangefs-none": the run with --prefetch none) -> float or "n/a: reason"
+        # key -> (lowest, highest) of the repeats whose median gave the value, in the units the
+        # row's code measured (seconds where the value is a rate): known when one median made it.
+        self.spreads = {}
 
     def ratio(self):
         r, b = self.values.get("rangefs"), self.values.get("baseline")
@@ -55,6 +58,15 @@ class Row:
             return None     # under a millisecond (the streaming row's worst read) the difference is noise
         return a / b - 1 if self.better == "lower" else b / a - 1
 
+    def cost_within_spread(self):
+        """True when the repeats with the defaults and with --prefetch none overlap (some repeat of
+        each was as good as some repeat of the other): their difference is within the run's noise.
+        None when either cell's repeats are unknown."""
+        a, b = self.spreads.get("rangefs"), self.spreads.get(NONE_KEY)
+        if not a or not b:
+            return None
+        return a[0] <= b[1] and b[0] <= a[1]
+
     def ahead(self):
         r = self.values.get("rangefs")
         if not isinstance(r, (int, float)):
@@ -69,13 +81,14 @@ class Row:
         return {"id": self.rid, "label": self.label, "unit": self.unit, "better": self.better,
                 "link": self.link, "baseline": self.baseline_label, "target": self.target_text,
                 "values": self.values, "ratio": self.ratio(), "met": self.met(), "ahead": self.ahead(),
-                "note": self.note, "rule": self.target}
+                "note": self.note, "rule": self.target, "spreads": self.spreads}
 
     @classmethod
     def from_json(cls, d):
         row = cls(d["id"], d["label"], d["unit"], d["better"], d["baseline"], d["link"],
                   tuple(d["rule"]) if d.get("rule") else None, d["target"], d["note"])
         row.values = d["values"]
+        row.spreads = {key: tuple(bounds) for key, bounds in d.get("spreads", {}).items()}
         return row
 
 
@@ -88,6 +101,8 @@ def merge_none_policy(rows, second):
         if other is None or "rangefs" not in other.values:
             continue
         row.values[NONE_KEY] = other.values["rangefs"]
+        if "rangefs" in other.spreads:
+            row.spreads[NONE_KEY] = other.spreads["rangefs"]
         seen = other.note[len(other.base_note):].strip() if other.note.startswith(other.base_note) else other.note
         if seen:
             row.note += f" With --prefetch none: {seen}"
@@ -113,7 +128,10 @@ def fmt(value, unit=""):
 def measure_cell(row, key, fn):
     """Runs one cell's measurement; a failure becomes "n/a: reason" and the run goes on."""
     try:
-        row.values[key] = fn()
+        with recording_samples() as calls:
+            row.values[key] = fn()
+        if len(calls) == 1 and len(calls[0]) > 1:
+            row.spreads[key] = (min(calls[0]), max(calls[0]))
         log(f"  {row.rid} [{key}] = {fmt(row.values[key])} {row.unit}")
     except BenchError as error:
         row.values[key] = f"n/a: {error}"
