@@ -76,9 +76,7 @@ extension RangeFSIntegrationTests {
             // Background transfers stand still for the mount grace (250 ms) after the mount: the
             // kill comes during the fetching that follows it, before or after the first commits
             // (due once the oldest uncommitted blocks are `commitInterval` old).
-            let policy = FetchPolicy()
-            let wait = (policy.mountGrace + policy.commitInterval / 2) / .seconds(1)
-                + Double(Int.random(in: -450...1500, using: &random)) / 1000
+            let wait = FetchPolicy().mountGrace / .seconds(1) + Double(Int.random(in: 50...2000, using: &random)) / 1000
             Thread.sleep(forTimeInterval: wait)
             guard let pid = mount.daemonPid() else {
                 Issue.record("round \(round): no daemon pid (root xattr user.rangefs.pid)")

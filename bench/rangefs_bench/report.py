@@ -197,12 +197,15 @@ def write_markdown(ctx, rows, info, elapsed):
     if ahead:
         out.append("- **behind rclone, httpdirfs or aria2c** on: " + "; ".join(md_escape(r.label.strip()) for r in ahead))
     costly = [row for row in rows if (row.background_cost() or 0) > BACKGROUND_COST_LIMIT]
-    beyond = [row for row in costly if not row.cost_within_spread()]
     within = [row for row in costly if row.cost_within_spread()]
+    beyond = [row for row in costly if row not in within]     # beyond the spread, or measured once
+
+    def listed(picked):
+        return "; ".join(f"{md_escape(r.label.strip())} ({table_cells(r)['cost']})" for r in picked)
+
     if both:
-        listed = lambda picked: "; ".join(f"{md_escape(r.label.strip())} ({table_cells(r)['cost']})" for r in picked)
         out.append(f"- background work cost a program more than {BACKGROUND_COST_LIMIT:.0%} (defaults against "
-                   "`--prefetch none`), beyond the spread of the repeats, on: " + (listed(beyond) or "no row"))
+                   "`--prefetch none`) on: " + (listed(beyond) or "no row"))
         if within:
             out.append(f"- more than {BACKGROUND_COST_LIMIT:.0%} but within the spread of the repeats on: " + listed(within))
     out += ["", "![RangeFS, rclone and httpdirfs relative to the baseline of each row](benchmarks.png)", "",
