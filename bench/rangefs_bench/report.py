@@ -158,7 +158,8 @@ def write_markdown(ctx, rows, info, elapsed):
            "RangeFS manifests list.",
            "- Cold = a fresh mount with an empty cache for every repeat; mount time is not counted except in the "
            "mount-time row.",
-           f"- fio: `--rw=randread --ioengine=psync --direct=1 --readonly`, one run of {a.fio_runtime} s per cell; "
+           f"- fio: `--rw=randread --ioengine=psync --direct=1 --readonly`, the median of {a.repeats} runs of "
+           f"{a.fio_runtime} s per cell, each on a fresh mount (the sparse row: one run of 2,000 reads); "
            "the server's bytes are summed from nginx's access log ($body_bytes_sent).",
            "- Server, client and filesystem share the same 2 cores, so loopback rows are CPU-bound and move by "
            "tens of percent between runs, more when the machine is busy (load average below). The disk is a "
