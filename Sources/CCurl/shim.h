@@ -48,6 +48,11 @@ static inline CURLMcode rangefs_multi_setopt_long(CURLM *m, CURLMoption o, long 
     return curl_multi_setopt(m, o, v);
 }
 
+/* curl_share_setopt is variadic too. */
+static inline CURLSHcode rangefs_share_data(CURLSH *s, curl_lock_data d) {
+    return curl_share_setopt(s, CURLSHOPT_SHARE, d);
+}
+
 /* CURLMsg carries a union; reading it from Swift is clumsy. */
 static inline CURLcode rangefs_msg_result(const CURLMsg *msg) { return msg->data.result; }
 

@@ -264,11 +264,13 @@ enum Secrets {
     }
 }
 
-/// nginx serving a directory over https on 127.0.0.1, with a certificate signed by a CA made
-/// for this server alone (not trusted by the system): for the TLS verification tests.
+/// nginx serving a directory over https (TLS 1.2 and 1.3, HTTP/2 offered) on 127.0.0.1, with a
+/// certificate signed by a CA made for this server alone (not trusted by the system): for the
+/// TLS tests. Its access log has `AccessLog`'s fields and then the protocol of each request.
 final class TLSNginx {
     let port: UInt16
     let caFile: String
+    let accessLog: AccessLog
     private let prefix: URL
     private let child: BackgroundCommand
 
@@ -292,6 +294,7 @@ final class TLSNginx {
         try run(["openssl", "x509", "-req", "-in", "\(p)/server.csr", "-CA", "\(p)/ca.pem", "-CAkey", "\(p)/ca.key",
                  "-CAcreateserial", "-out", "\(p)/server.pem", "-days", "2", "-extfile", "\(p)/ext.cnf"])
         caFile = "\(p)/ca.pem"
+        accessLog = AccessLog(path: "\(p)/access.log")
         try FileManager.default.createDirectory(atPath: "\(p)/tmp", withIntermediateDirectories: true)
         _ = chmod(docRoot.path, 0o755)
         var lastError = "nginx (https) did not start"
@@ -301,12 +304,14 @@ final class TLSNginx {
                 \(NginxServer.mainContext(p, connections: 64))
                 http {
                     default_type application/octet-stream;
-                    access_log off;
+                    log_format rangefs '\(AccessLog.format)\t$server_protocol';
+                    access_log \(p)/access.log rangefs;
                     \(NginxServer.temporaryPaths(p))
                     server {
-                        listen 127.0.0.1:\(port) ssl;
+                        listen 127.0.0.1:\(port) ssl http2;
                         ssl_certificate \(p)/server.pem;
                         ssl_certificate_key \(p)/server.key;
+                        ssl_protocols TLSv1.2 TLSv1.3;
                         root \(docRoot.path);
                         location / { }
                     }
@@ -325,6 +330,13 @@ final class TLSNginx {
             lastError = "\(child.kill())\n\((try? String(contentsOfFile: "\(p)/error.log", encoding: .utf8)) ?? "")"
         }
         throw HarnessError(lastError)
+    }
+
+    /// The protocol of each request logged (`HTTP/2.0`, `HTTP/1.1`), in the log's order.
+    func protocols() -> [String] {
+        accessLog.waitUntilQuiet()
+        let text = (try? String(contentsOfFile: accessLog.path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { $0.split(separator: "\t").last.map(String.init) }
     }
 
     func stop() {

@@ -108,11 +108,14 @@ enum TransferSpec: Sendable {
 /// and every other call on it happens on the loop thread.
 struct CurlMultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
+    let connectionRules: ConnectionRules
 
     init(configuration: CurlClient.Configuration) {
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
         rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         rangefs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxConnections)
+        connectionRules = ConnectionRules()
+        connectionRules.apply(toMulti: multi)
         raw = multi
     }
 

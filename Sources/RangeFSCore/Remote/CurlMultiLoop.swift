@@ -54,6 +54,7 @@ final class CurlMultiLoop {
         for spec in waitingBackground + inbox.take().specs { spec.fail(.cancelled) }
         waitingBackground.removeAll()
         curl_multi_cleanup(multi.raw)
+        multi.connectionRules.cleanup()
         inbox.markFinished()
     }
 
@@ -200,6 +201,7 @@ final class CurlMultiLoop {
             spec.fail(error)
             return
         }
+        multi.connectionRules.apply(to: transfer.easy)
         active[transfer.easy] = transfer
         curl_multi_add_handle(multi.raw, transfer.easy)
     }
