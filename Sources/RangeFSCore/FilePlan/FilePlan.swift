@@ -158,10 +158,20 @@ struct FilePlan {
         /// many times faster (a host keeps its fastest recent measure). From the first byte: the
         /// time a server takes to answer says nothing of how fast its bytes come.
         func replyBytesPerSecond(at now: ContinuousClock.Instant) -> Double? {
-            guard let firstByte = rateSample?.at else { return nil }
+            guard let rateSample else { return nil }
+            let elapsed = (now - rateSample.at).timeInterval
+            let afterFirst = written - rateSample.written
+            if elapsed >= Self.shortestMeasure, afterFirst >= Self.leastMeasuredBytes {
+                // The first burst arrived at once (over TLS a whole record before its first byte
+                // shows): counted, it would overrate the link by its size.
+                return Double(afterFirst) / elapsed
+            }
             let brought = written - (attemptStarted?.written ?? 0)
-            return Double(brought) / max((now - firstByte).timeInterval, Self.shortestMeasure)
+            return Double(brought) / max(elapsed, Self.shortestMeasure)
         }
+
+        /// Fewer bytes than this after the first burst say too little to measure without it.
+        static let leastMeasuredBytes: UInt64 = 16 * 1024
 
         /// A reply whose bytes came at once counts as having taken this long: fast, not infinitely so.
         static let shortestMeasure = 0.001
