@@ -37,6 +37,14 @@ struct ConnectionRules: @unchecked Sendable {
         if let share { rangefs_easy_setopt_pointer(easy, CURLOPT_SHARE, share) }
     }
 
+    /// A transfer that ends before its reply does closes its connection. Over HTTP/1.1 libcurl
+    /// does so anyway; over HTTP/2 it would only reset the stream and hand the connection to the
+    /// next request, whose bytes would then queue behind the rest of the abandoned reply already
+    /// on its way (the server's buffers, the link, any proxy's).
+    static func closeConnectionWhenDone(_ easy: UnsafeMutableRawPointer) {
+        rangefs_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1)
+    }
+
     /// After every easy handle using the share is gone.
     func cleanup() {
         if let share { curl_share_cleanup(share) }

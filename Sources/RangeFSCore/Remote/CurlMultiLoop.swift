@@ -185,6 +185,7 @@ final class CurlMultiLoop {
     /// background work; false when it has no rest to ask for.
     private func endForReader(_ easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) -> Bool {
         guard let rest = transfer.remainder() else { return false }
+        ConnectionRules.closeConnectionWhenDone(easy)
         curl_multi_remove_handle(multi.raw, easy)
         active[easy] = nil
         transfer.gaveUpItsConnection()
@@ -248,6 +249,7 @@ final class CurlMultiLoop {
             failed.append(easy)
         }
         for easy in failed {
+            ConnectionRules.closeConnectionWhenDone(easy)
             curl_multi_remove_handle(multi.raw, easy)
             guard let transfer = active.removeValue(forKey: easy) else { continue }
             _ = transfer.finish(curlResult: CURLE_WRITE_ERROR, cancelled: false)

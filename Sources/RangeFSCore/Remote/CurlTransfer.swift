@@ -411,6 +411,8 @@ private func curlTransferWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
     switch transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) {
     case .taken: return length
     case .pause: return Int(CURL_WRITEFUNC_PAUSE)
-    case .abort: return 0
+    case .abort:
+        ConnectionRules.closeConnectionWhenDone(transfer.easy)
+        return 0
     }
 }
