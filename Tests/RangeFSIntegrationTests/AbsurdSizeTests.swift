@@ -75,4 +75,43 @@ extension RangeFSIntegrationTests {
         #expect(kept.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "65536|262144",
                 "the record is replaced by what the server said: \(kept)")
     }
+
+    @Test("sizes: a web listing stating 2^63-1 bytes: that file fails with EFBIG, ls -l works, a sibling reads exact; the kept listing remounts with the server gone")
+    func anAbsurdListedSizeIsRefusedAndItsKeptListingRemounts() throws {
+        let server = try FaultServer()
+        let data = RandomBytes.make(count: 64 << 10, seed: 0x5127)
+        server.publish("d/ok.bin", bytes: data)
+        server.publish("d/big.bin", bytes: Array(data.prefix(4096)))
+        let listing = """
+        [
+        { "name":"big.bin", "type":"file", "mtime":"Tue, 24 Nov 2026 10:12:45 GMT", "size":9223372036854775807 },
+        { "name":"ok.bin", "type":"file", "mtime":"Tue, 24 Nov 2026 10:12:45 GMT", "size":\(data.count) }
+        ]
+        """
+        server.publish("d/", bytes: Array(listing.utf8))
+        server.configure("d/", PathOptions(contentType: "application/json"))
+        let cacheDir = try fx.makeCacheDir()
+        let mount = try fx.prepare(source: server.url("d/").absoluteString, cacheDir: cacheDir, options: Fixture.readsOnly)
+        try mount.mount()
+
+        let shown = Command.run(["ls", "-l", mount.mountpoint], timeout: 60)
+        #expect(shown.stdout.contains("ok.bin"), "ls -l shows the sibling: \(shown)\(Check.daemonLog(mount))")
+        let refused = Reading.range(mount.path("big.bin"), offset: 0, length: 4096)
+        #expect(!refused.succeeded && refused.result.stderr.contains("File too large"), "big.bin fails with EFBIG: \(refused)")
+        #expect(server.requests(for: "d/big.bin").isEmpty, "nothing asked for a refused size")
+        let sibling = Reading.whole(mount.path("ok.bin"))
+        #expect(sibling.succeeded && sibling.bytes == Data(data), "the sibling reads byte-exact: \(sibling)\(Check.daemonLog(mount))")
+        #expect(mount.unmount().succeeded)
+
+        #expect(server.stop())
+        let again = try fx.prepare(source: server.url("d/").absoluteString, cacheDir: cacheDir, options: Fixture.readsOnly)
+        try again.mount()
+        let kept = Command.run(["ls", "-l", again.mountpoint], timeout: 60)
+        #expect(kept.stdout.contains("ok.bin"), "the kept listing is shown: \(kept)\(Check.daemonLog(again))")
+        let cached = Reading.whole(again.path("ok.bin"))
+        #expect(cached.succeeded && cached.bytes == Data(data), "the sibling from the cache: \(cached)\(Check.daemonLog(again))")
+        let stillRefused = Reading.range(again.path("big.bin"), offset: 0, length: 4096)
+        #expect(stillRefused.result.stderr.contains("File too large"), "big.bin is refused again: \(stillRefused)")
+        #expect(again.isMounted, "the remount lives on")
+    }
 }
