@@ -50,6 +50,11 @@ struct MountCommand: ParsableCommand {
         --proxy and --ca-file as the files, and relative playlist entries resolve against its URL. \
         'rangefs refresh' reads the manifest again from the same place, in the same format.
 
+        The largest file a mount accepts is \(FileSizeLimit.shown): a file whose server, listing, \
+        manifest or cache states more fails alone with EFBIG ("File too large", the reason in the \
+        log and 'rangefs status'); the other files read as usual. Manifests, feeds and listings \
+        nested more than \(NestingDepthGuard.maxDepth) levels deep are refused.
+
         Examples:
           rangefs mount https://example.com/music/ /mnt/music
           rangefs mount s3://media-bucket/music/ /mnt/music

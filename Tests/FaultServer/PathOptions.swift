@@ -20,11 +20,14 @@ public struct PathOptions: Sendable, Equatable {
     public var chunked: Bool
     /// The `Content-Type` of this path's files (default `application/octet-stream`).
     public var contentType: String?
+    /// The size every reply for this path claims, as written (any digits, past 2^64 too): a
+    /// `HEAD`'s `Content-Length` and a `206`'s `Content-Range` total. Bodies stay the real bytes.
+    public var statedSize: String?
 
     public init(rangesSupported: Bool = true, headAllowed: Bool = true, sendETag: Bool = true,
                 sendLastModified: Bool = true, goneStatus: Int = 404,
                 bytesPerSecond: Int? = nil, latency: Duration? = nil, redirectsInTurn: [String] = [],
-                chunked: Bool = false, contentType: String? = nil) {
+                chunked: Bool = false, contentType: String? = nil, statedSize: String? = nil) {
         precondition(bytesPerSecond.map { $0 > 0 } ?? true, "bytesPerSecond must be positive")
         self.rangesSupported = rangesSupported
         self.headAllowed = headAllowed
@@ -36,5 +39,6 @@ public struct PathOptions: Sendable, Equatable {
         self.redirectsInTurn = redirectsInTurn
         self.chunked = chunked
         self.contentType = contentType
+        self.statedSize = statedSize
     }
 }

@@ -27,6 +27,7 @@ struct Responder: Sendable {
         var plan = ResponsePlan(status: 200, headers: validatorHeaders(of: file), body: file.bytes[...],
                                 includesBody: !isHead)
         plan.chunked = options.chunked
+        if isHead, let stated = options.statedSize { plan.announcedLength = stated }
         if isUnchanged(file) {
             plan.status = 304
             plan.body = []
@@ -49,7 +50,8 @@ struct Responder: Sendable {
         plan.status = 206
         plan.body = file.bytes[range]
         plan.servedRange = range
-        plan.setHeader("Content-Range", ResponsePlan.contentRange(range, total: total))
+        plan.setHeader("Content-Range", options.statedSize.map { "bytes \(range.lowerBound)-\(range.upperBound - 1)/\($0)" }
+            ?? ResponsePlan.contentRange(range, total: total))
         return plan
     }
 

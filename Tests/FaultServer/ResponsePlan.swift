@@ -14,6 +14,8 @@ struct ResponsePlan: Sendable {
     var chunked = false
     /// False for `HEAD`: the head still announces the body's size.
     var includesBody = true
+    /// Announced as `Content-Length` instead of the body's size (a `HEAD` claiming any size).
+    var announcedLength: String?
     /// Send only this many body bytes (a short body), fewer than announced.
     var bodyLimit: Int?
     /// Bytes sent after the announced body (a long body).
@@ -62,7 +64,7 @@ struct ResponsePlan: Sendable {
         var text = "HTTP/1.1 \(status) \(Self.reason(for: status))\r\n"
         text += "Date: \(HTTPDate.format(Date()))\r\nServer: FaultServer\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
-        text += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(body.count)\r\n"
+        text += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(announcedLength ?? String(body.count))\r\n"
         if closing { text += "Connection: close\r\n" }
         text += "\r\n"
         return Array(text.utf8)

@@ -127,7 +127,8 @@ func blockCountNotAMultipleOfTheWordSize(_ blockCount: Int) {
     #expect(bitmap.missingRuns(in: 0..<blockCount) == [0..<blockCount])
     bitmap.insert(blockCount - 1)
     #expect(bitmap.nextMissingRun(from: 0) == (blockCount > 1 ? 0..<(blockCount - 1) : nil))
-    #expect(bitmap.serialized.count == (blockCount + 7) / 8)
+    #expect(bitmap.serialized.count <= (blockCount + 7) / 8, "never longer than one bit a block")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: bitmap.serialized) == bitmap)
     bitmap.insert(0..<blockCount)
     #expect(bitmap.isComplete)
     #expect(bitmap.missingRuns(in: 0..<blockCount).isEmpty)
@@ -179,4 +180,62 @@ func blockCountNotAMultipleOfTheWordSize(_ blockCount: Int) {
     #expect(runs.count == 82)
     #expect(runs.first == 100..<200)
     #expect(bitmap.presentCount + runs.reduce(0) { $0 + $1.count } == 16_384)
+}
+
+// MARK: Storage that grows with the blocks present
+
+@Test func aPetabyteFileWithABlockAtEachEndCostsTwoWords() throws {
+    // 2^50 bytes in 4 KiB blocks: a dense bitmap would be 32 GiB.
+    let blockCount = 1 << 38
+    var bitmap = BlockBitmap(blockCount: blockCount)
+    bitmap.insert(0)
+    bitmap.insert(blockCount - 1)
+    #expect(bitmap.presentCount == 2)
+    #expect(bitmap.missingRuns(in: 0..<blockCount) == [1..<(blockCount - 1)])
+    #expect(bitmap.firstMissing(in: 0..<blockCount) == 1)
+    #expect(bitmap.nextMissingRun(from: 2) == 2..<(blockCount - 1))
+    #expect(bitmap.firstMissing(in: (blockCount - 1)..<blockCount) == nil)
+    let bytes = bitmap.serialized
+    #expect(bytes.count == BlockBitmap.listedMagic.count + 2 * 16, "two words listed")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: bytes) == bitmap)
+    #expect(BlockBitmap(blockCount: blockCount).serialized == BlockBitmap.listedMagic, "an empty one is its magic alone")
+    bitmap.remove(0)
+    bitmap.remove(blockCount - 1)
+    #expect(bitmap == BlockBitmap(blockCount: blockCount), "a word emptied is no longer kept")
+}
+
+@Test func sparseWritesMatchABlockByBlockScan() {
+    var state: UInt64 = 0x9E37_79B9
+    var bitmap = BlockBitmap(blockCount: 5000)
+    for _ in 0..<300 {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        let start = Int(state >> 40) % 5000
+        bitmap.insert(start..<min(start + Int(state & 0x7F), 5000))
+        if state & 0x100 != 0 { bitmap.remove(Int(state >> 20) % 5000) }
+    }
+    for range in [0..<5000, 1..<4999, 63..<65, 640..<1280, 4990..<5000] {
+        #expect(bitmap.missingRuns(in: range) == slowMissingRuns(bitmap, in: range), "\(range)")
+    }
+    #expect(bitmap.presentCount == (0..<5000).filter(bitmap.contains).count)
+    #expect(BlockBitmap(blockCount: 5000, serialized: bitmap.serialized) == bitmap)
+}
+
+@Test func theListedFormRefusesWordsOutOfOrderOutsideOrEmpty() {
+    func listed(_ pairs: [(UInt64, UInt64)]) -> [UInt8] {
+        var bytes = BlockBitmap.listedMagic
+        for (number, word) in pairs {
+            for value in [number, word] { for byte in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: value >> (UInt64(byte) * 8))) } }
+        }
+        return bytes
+    }
+    let blockCount = 100 * 64 + 10
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(3, 1), (7, 2)]))?.presentCount == 2)
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(7, 1), (3, 1)])) == nil, "out of order")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(3, 1), (3, 1)])) == nil, "twice")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(101, 1)])) == nil, "past the file")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(100, 1 << 10)])) == nil, "a bit past the last block")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(100, 1 << 9)]))?.contains(blockCount - 1) == true)
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(5, 0)])) == nil, "an empty word")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: listed([(5, 1)]) + [0]) == nil, "a torn pair")
+    #expect(BlockBitmap(blockCount: blockCount, serialized: [UInt8](repeating: 0, count: 20)) == nil, "no magic")
 }

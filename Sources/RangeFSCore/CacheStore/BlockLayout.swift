@@ -10,9 +10,9 @@ public struct BlockLayout: Sendable, Equatable {
         self.blockSize = blockSize
     }
 
-    /// 0 for an empty file.
+    /// 0 for an empty file. Fits an `Int` for any file size `FileSizeLimit` accepts.
     public var blockCount: Int {
-        Int(fileSize / blockSize + (fileSize % blockSize == 0 ? 0 : 1))
+        Int(fileSize.unitsRoundedUp(of: blockSize))
     }
 
     /// The bytes of one block; the last block stops at the end of the file.

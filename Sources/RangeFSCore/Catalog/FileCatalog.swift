@@ -69,11 +69,15 @@ public final class FileCatalog: Sendable {
         self.statedSizesAreExact = statedSizesAreExact
         table = Mutex(EntryTable(all: manifest, active: Array(manifest.entries.indices)))
         self.environment = environment
-        let records = try environment.store.allRecords()
-        let cached = records.values.reduce(UInt64(0)) { total, record in
+        let records = try environment.store.allRecords().filter { url, record in
+            if record.isWithinLimits { return true }
+            environment.logger.warning("\(URL(string: url)?.redactedForDisplay ?? url): the cache database's record (\(record.size) bytes in blocks of \(record.blockSize)) is not used: over the largest file a mount accepts, \(FileSizeLimit.shown), or no block size")
+            return false
+        }
+        let cached = records.values.saturatingSum { record in
             let layout = BlockLayout(fileSize: record.size, blockSize: record.blockSize)
             let present = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))?.presentCount ?? 0
-            return total + min(record.size, UInt64(present) * record.blockSize)
+            return min(record.size, UInt64(present) * record.blockSize)
         }
         let budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
         let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
@@ -171,8 +175,9 @@ public final class FileCatalog: Sendable {
     /// asked (`statedSizesAreExact`) and it has not been asked yet.
     public func statedAttributes(ofEntry index: Int) -> (size: UInt64, modified: Date?)? {
         let entry = manifest.entries[index]
-        guard let size = entry.size, files.mayTrustStatedSize(of: entry.urlString), files.loadedFile(entry.urlString) == nil,
-              files.storedRecord(entry.urlString) == nil else { return nil }
+        // A size over the limit is not shown: asking for the file then says why it is refused.
+        guard let size = entry.size, FileSizeLimit.accepts(size), files.mayTrustStatedSize(of: entry.urlString),
+              files.loadedFile(entry.urlString) == nil, files.storedRecord(entry.urlString) == nil else { return nil }
         return (size, entry.modified)
     }
 

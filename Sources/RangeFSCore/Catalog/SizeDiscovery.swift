@@ -75,7 +75,7 @@ final class SizeDiscovery: Sendable {
     func file(for entry: ManifestEntry, index: Int, priority: ProbePriority,
               completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
         let key = entry.urlString
-        enum Next { case ready(CachedFile), probe(entry: Int), unmounting }
+        enum Next { case ready(CachedFile), probe(entry: Int), tooLarge(UInt64), unmounting }
         let next = slots.withLock { slots -> Next in
             switch slots[key] {
             case .ready(let file):
@@ -91,6 +91,7 @@ final class SizeDiscovery: Sendable {
                     return .ready(file)
                 }
                 if let size = entry.size, entry.mirrors.isEmpty, mayTrustStatedSize(of: key) {
+                    guard FileSizeLimit.accepts(size) else { return .tooLarge(size) }
                     // No probe: the first range request goes out now and its reply names the version.
                     let record = newRecord(url: key, size: size, validator: RemoteValidator(etag: nil, lastModified: nil),
                                            modified: entry.modified, location: nil)
@@ -107,8 +108,26 @@ final class SizeDiscovery: Sendable {
         case .ready(let file): completion(.success(file))
         // Also moves a queued probe up when a reader now waits on it.
         case .probe(let prober): probeQueue.enqueue(prober, priority: priority)
+        case .tooLarge(let size): completion(.failure(refused(entry, size: size)))
         case .unmounting: completion(.failure(FetchError(entry.url, .unmounting)))
         }
+    }
+
+    /// The error for a size over `FileSizeLimit`, said once in the log and kept for status.
+    private func refused(_ entry: ManifestEntry, size: UInt64) -> FetchError {
+        let error = FetchError(entry.url, .tooLarge(size))
+        noteFailure(of: entry, error.reason.description, logged: "\(error)")
+        return error
+    }
+
+    /// Keeps why finding a URL's size failed, for status; logged once per failure, not once
+    /// per look-up that runs into it.
+    private func noteFailure(of entry: ManifestEntry, _ why: String, logged message: @autoclosure () -> String) {
+        let repeated = probeFailures.withLock { failures in
+            defer { failures[entry.urlString] = why }
+            return failures[entry.urlString] == why
+        }
+        if !repeated { environment.logger.error("\(message())") }
     }
 
     /// The loaded file of a URL, without waiting.
@@ -132,9 +151,9 @@ final class SizeDiscovery: Sendable {
     /// The total size of the loaded files, for `statfs`.
     var loadedBytes: UInt64 {
         slots.withLock { slots in
-            slots.values.reduce(0) { total, slot in
-                if case .ready(let file) = slot { return total + file.layout.fileSize }
-                return total
+            slots.values.saturatingSum { slot in
+                if case .ready(let file) = slot { return file.layout.fileSize }
+                return 0
             }
         }
     }
@@ -241,6 +260,8 @@ final class SizeDiscovery: Sendable {
         let key = entry.urlString
         let outcome: Result<CachedFile, FetchError>
         switch result {
+        case .success(let info) where !FileSizeLimit.accepts(info.size):
+            outcome = .failure(refused(entry, size: info.size))
         case .success(let info):
             let record = newRecord(url: key, size: info.size, validator: info.validator, modified: info.modified,
                                    location: info.finalURL)
@@ -248,14 +269,7 @@ final class SizeDiscovery: Sendable {
             probeFailures.withLock { $0[key] = nil }
             outcome = makeFile(record, entry).map { .success($0) } ?? .failure(FetchError(entry.url, .unmounting))
         case .failure(let error):
-            let repeated = probeFailures.withLock { failures in
-                defer { failures[key] = error.description }
-                return failures[key] == error.description
-            }
-            // Said once per failure, not once per look-up that runs into it.
-            if !repeated {
-                environment.logger.error("size of \(entry.url.redactedForDisplay) unknown: \(error)")
-            }
+            noteFailure(of: entry, error.description, logged: "size of \(entry.url.redactedForDisplay) unknown: \(error)")
             outcome = .failure(FetchError(entry.url, .remote(error)))
         }
         let waiting = slots.withLock { slots -> [@Sendable (Result<CachedFile, FetchError>) -> Void] in

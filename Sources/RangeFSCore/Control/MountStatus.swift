@@ -24,9 +24,10 @@ public struct MountStatus: Codable, Sendable, Equatable {
         self.cache = cache
     }
 
-    public var totalBytes: UInt64 { files.reduce(0) { $0 + ($1.size ?? 0) } }
-    public var cachedBytes: UInt64 { files.reduce(0) { $0 + $1.cachedBytes } }
-    public var bytesPerSecond: UInt64 { files.reduce(0) { $0 + $1.bytesPerSecond } }
+    // Held at the largest UInt64 rather than overflowing: the sizes are servers' claims.
+    public var totalBytes: UInt64 { files.saturatingSum { $0.size ?? 0 } }
+    public var cachedBytes: UInt64 { files.saturatingSum(\.cachedBytes) }
+    public var bytesPerSecond: UInt64 { files.saturatingSum(\.bytesPerSecond) }
 }
 
 /// The cache of a mount as a whole.

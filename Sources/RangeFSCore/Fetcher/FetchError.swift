@@ -18,6 +18,9 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         case unreadableListing(String)
         /// None of the file's sources (its URL and mirrors) serves it: each one and why.
         case sourcesFailed(String)
+        /// The file's size (as a server or the cache database stated it) is over the largest a
+        /// mount accepts (`FileSizeLimit`): the file is refused, the rest of the mount goes on.
+        case tooLarge(UInt64)
         /// The read waited longer than the read deadline.
         case timedOut(Duration)
         /// The mount is going away; its transfers were stopped.
@@ -31,6 +34,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
             case .rejected(let why): why
             case .unreadableListing(let why): why
             case .sourcesFailed(let sources): "no source serves it: \(sources)"
+            case .tooLarge(let size): "its stated size of \(size) bytes is over the largest file a mount accepts, \(FileSizeLimit.shown)"
             case .timedOut(let deadline): "timed out after \(deadline)"
             case .unmounting: "unmounting"
             }

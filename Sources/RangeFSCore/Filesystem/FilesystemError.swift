@@ -54,6 +54,8 @@ public struct FilesystemError: Error, Sendable, CustomStringConvertible {
         // remote file, the deadline, the unmount), the reader gets EIO, the one errno every
         // program treats as "this read failed"; the reason goes to the log and user.rangefs.error.
         case .remote, .cache, .remoteChanged, .rejected, .unreadableListing, .sourcesFailed, .timedOut, .unmounting: EIO
+        // A size over `FileSizeLimit`: no retry or reopen helps, and "File too large" says why.
+        case .tooLarge: EFBIG
         }
     }
 

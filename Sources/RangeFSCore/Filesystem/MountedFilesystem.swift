@@ -274,7 +274,7 @@ public final class MountedFilesystem: Sendable {
     /// Full and read-only: the size is what the known files add up to, none of it free.
     public var totals: FilesystemTotals {
         let namespace = current.namespace
-        return FilesystemTotals(blockSize: 4096, blocks: (catalog.knownBytes + 4095) / 4096,
+        return FilesystemTotals(blockSize: 4096, blocks: catalog.knownBytes.unitsRoundedUp(of: 4096),
                                 files: namespace.fileCount + namespace.directoryCount, maximumNameLength: 255)
     }
 }

@@ -44,7 +44,7 @@ public struct NodeAttributes: Sendable, Equatable {
     static func file(_ inode: InodeNumber, size: UInt64, modified: Date?, ownership: FileOwnership,
                      mountTime: Date) -> NodeAttributes {
         NodeAttributes(inode: inode, mode: S_IFREG | (0o444 & ~ownership.umask), linkCount: 1, size: size,
-                       blocks: (size + 511) / 512, blockSize: preferredIOSize, uid: ownership.uid, gid: ownership.gid,
+                       blocks: size.unitsRoundedUp(of: 512), blockSize: preferredIOSize, uid: ownership.uid, gid: ownership.gid,
                        accessed: mountTime, modified: modified ?? mountTime, changed: modified ?? mountTime)
     }
 

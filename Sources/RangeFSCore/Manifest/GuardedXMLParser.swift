@@ -4,11 +4,12 @@ import FoundationXML
 #endif
 
 /// Runs XMLParser (libxml2) over manifest text with the same rules for every XML format: the
-/// text passes `XMLInputGuard` first, external entities are never resolved, and the first
-/// fatal error is reported with its line.
+/// text passes `XMLInputGuard` and `NestingDepthGuard` first, external entities are never
+/// resolved, and the first fatal error is reported with its line.
 enum GuardedXMLParser {
     static func parse(_ text: String, delegate: some ErrorRecordingXMLParserDelegate) throws(DocumentSyntaxError) {
         try XMLInputGuard.check(text)
+        try NestingDepthGuard.checkXML(Array(text.utf8))
         let text = XMLInputGuard.declaringUTF8(text)
         // A stream, not one Data: libxml2 refuses a single chunk over 10 MB ("huge input
         // lookup"), and feeds with thousands of episodes get that large.

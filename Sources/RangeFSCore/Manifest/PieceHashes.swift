@@ -28,7 +28,7 @@ public struct PieceHashes: Sendable, Hashable {
 
     /// How many pieces a file of `size` bytes has.
     public static func count(forSize size: UInt64, pieceLength: UInt64) -> UInt64 {
-        size / pieceLength + (size % pieceLength == 0 ? 0 : 1)
+        size.unitsRoundedUp(of: pieceLength)
     }
 
     /// The bytes of piece `index` in a file of `size` bytes.

@@ -13,6 +13,8 @@ enum YAMLDocumentParser {
 
     /// The document's root value, or nil when the document is empty.
     static func parse(_ text: String) throws(DocumentSyntaxError) -> DocumentValue? {
+        // Yams composes (and frees) its nodes by recursion: a deep document is refused first.
+        try NestingDepthGuard.checkYAML(Array(text.utf8))
         let root: Node?
         do {
             root = try Yams.compose(yaml: text, Resolver.basic)
