@@ -214,7 +214,7 @@ struct MountRunner {
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in
                 committer.schedule {
-                    do { try store.saveListing(kept, url: url.absoluteString) } catch { logger.error("cannot keep the listing of \(url.redactedForDisplay): \(error)") }
+                    do { try store.saveListing(kept, url: url.cacheKey) } catch { logger.error("cannot keep the listing of \(url.redactedForDisplay): \(error)") }
                 }
             }, onChange: onChange)
         guard !directories.isListed(nil) else { return directories }

@@ -61,3 +61,90 @@ extension RangeFSIntegrationTests {
         }
     }
 }
+
+/// Secrets in URLs (a password, a query token): sent to the server, shown and stored nowhere.
+extension RangeFSIntegrationTests {
+    @Test("A URL's query token and password never appear in the log (trace), status (text, --json), the xattrs or any file of the cache; a remount with the same manifest finds its cached file")
+    func urlSecretsNeverShownNorStored() throws {
+        let server = try FaultServer()
+        defer { _ = server.stop() }
+        let data = RandomBytes.make(count: 1 << 20, seed: 0x0A4)
+        server.publish("tok.bin", bytes: data)
+        let token = "tok-9b2e-s3cret"
+        let password = "pw-41f0-s3cret"
+        let url = "http://reader:\(password)@127.0.0.1:\(server.port)/tok.bin?token=\(token)&part=1"
+        let cache = try fx.makeCacheDir()
+        let first = try fx.mount([ManifestLine(path: "tok.bin", url: url)], cacheDir: cache,
+                                 options: ["--log-level", "trace"] + Fixture.readsOnly)
+
+        let read = Reading.whole(first.path("tok.bin"))
+        #expect(read.succeeded && read.bytes == Data(data), "tok.bin: \(read)")
+        #expect(server.gets("tok.bin").first?.target.contains("token=\(token)") == true, "the token did not reach the server")
+        var shown: [String: String] = ["cat": read.result.stderr]
+        shown["status"] = first.statusText().stdout
+        shown["status --json"] = first.status().result.stdout
+        for name in ["", "tok.bin"] {
+            shown["xattrs of /\(name)"] = XAttr.all(first.path(name)).map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+        }
+        #expect(shown["xattrs of /tok.bin"]?.contains("token=***") == true, "the URL is not shown redacted: \(shown["xattrs of /tok.bin"] ?? "")")
+        Check.succeeded(first.unmount(), "unmount")
+        shown["log"] = first.log()
+        let files = FileManager.default.enumerator(atPath: cache.path)?.compactMap { $0 as? String } ?? []
+        for file in files {
+            let path = cache.appendingPathComponent(file).path
+            guard let bytes = FileManager.default.contents(atPath: path) else { continue }
+            shown["cache file \(file)"] = String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(files.contains { $0.hasSuffix("sqlite") }, "no database in the cache: \(files)")
+        for secret in [token, password] {
+            let leaks = Secrets.leaks(secret, in: shown)
+            #expect(leaks.isEmpty, "\(secret) appears in: \(leaks.joined(separator: ", "))")
+        }
+
+        // The same manifest again: the file is found in the cache, not fetched again.
+        let before = server.gets("tok.bin").count
+        let second = try fx.mount([ManifestLine(path: "tok.bin", url: url)], cacheDir: cache, options: Fixture.readsOnly)
+        let again = Reading.whole(second.path("tok.bin"))
+        #expect(again.succeeded && again.bytes == Data(data), "tok.bin after the remount: \(again)")
+        #expect(server.gets("tok.bin").count == before, "the remount fetched its cached file again")
+        Check.succeeded(second.unmount(), "unmount")
+    }
+
+    @Test("A cache database written before URL secrets were redacted (the URL with its token as the key, a location with one) is rewritten when it opens: the secret leaves the file, and the cached file is still found")
+    func oldDatabaseLosesItsSecretsAndKeepsItsFiles() throws {
+        let server = try FaultServer()
+        defer { _ = server.stop() }
+        let data = RandomBytes.make(count: 256 << 10, seed: 0x0A5)
+        server.publish("old.bin", bytes: data)
+        let token = "old-tok-6d3a-s3cret"
+        let url = "http://127.0.0.1:\(server.port)/old.bin?token=\(token)"
+        let cache = try fx.makeCacheDir()
+        let first = try fx.mount([ManifestLine(path: "old.bin", url: url)], cacheDir: cache, options: Fixture.readsOnly)
+        let read = Reading.whole(first.path("old.bin"))
+        #expect(read.succeeded && read.bytes == Data(data), "old.bin: \(read)")
+        Check.succeeded(first.unmount(), "unmount")
+
+        // The database as an earlier version wrote it.
+        let database = cache.appendingPathComponent("metadata.sqlite").path
+        let rewind = Command.run(["sqlite3", database, """
+            UPDATE cached_file SET url = '\(url)', location = '\(url)&mirror=1';
+            DELETE FROM grdb_migrations WHERE identifier = 'v7-secret-free-keys';
+            """], timeout: 30)
+        Check.succeeded(rewind, "sqlite3")
+        #expect((FileManager.default.contents(atPath: database).map { String(decoding: $0, as: UTF8.self) } ?? "").contains(token),
+                "the old database was not made")
+
+        let before = server.gets("old.bin").count
+        let second = try fx.mount([ManifestLine(path: "old.bin", url: url)], cacheDir: cache, options: Fixture.readsOnly)
+        let again = Reading.whole(second.path("old.bin"))
+        #expect(again.succeeded && again.bytes == Data(data), "old.bin after the migration: \(again)")
+        #expect(server.gets("old.bin").count == before, "the migrated database lost the cached file")
+        Check.succeeded(second.unmount(), "unmount")
+        let files = FileManager.default.enumerator(atPath: cache.path)?.compactMap { $0 as? String } ?? []
+        let leaks = files.filter { file in
+            FileManager.default.contents(atPath: cache.appendingPathComponent(file).path)
+                .map { String(decoding: $0, as: UTF8.self).contains(token) } ?? false
+        }
+        #expect(leaks.isEmpty, "the token is still in \(leaks)")
+    }
+}
