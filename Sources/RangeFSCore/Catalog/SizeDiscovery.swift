@@ -200,7 +200,7 @@ final class SizeDiscovery: Sendable {
     private func probe(_ entry: ManifestEntry, index: Int, source: Int = 0, attempt: Int = 1) {
         let urls = entry.urls
         let target = urls[source]
-        // The manifest's credentials do not go to a mirror on another server.
+        // The manifest's headers do not go to a mirror on another origin.
         let headers = FetchSource.headers(entry.headers, sentTo: target, origin: entry.url)
         environment.client.probe(url: target, headers: headers) { [self] answer in
             var result = answer
