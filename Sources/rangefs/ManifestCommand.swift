@@ -88,7 +88,7 @@ struct ManifestCommand: ParsableCommand {
         settings.maxInFlight = maxListings
         let headers = try HeaderArguments.parse(headers)
         let lister: any DirectoryLister = bucket.map { BucketLister(client: client, address: $0.address, logger: notes) }
-            ?? WebDirectoryLister(client: client, headers: headers, logger: notes)
+            ?? WebDirectoryLister(client: client, headers: headers, headersOrigin: root, logger: notes)
         let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }
         // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
         let failures = tree.listEverything(timeout: .seconds(86_400))

@@ -87,7 +87,7 @@ struct MountRunner {
             directories = try listing.map { listing in
                 try listedDirectories(listing, client: client, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
                     guard let shown = shownBox.withLock({ $0 }) else { return }
-                    let manifest = snapshot.manifest.addingHeaders(loader.headers)
+                    let manifest = snapshot.manifest.addingHeaders(loader.headers, onlyOn: listing.root)
                     let indices = shown.catalog.replaceManifest(with: manifest)
                     filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices,
                                                                                  directories: snapshot.directories))
@@ -99,7 +99,7 @@ struct MountRunner {
             throw error
         }
         let known = directories?.snapshot
-        let manifest = known.map { $0.manifest.addingHeaders(loader.headers) } ?? self.manifest
+        let manifest = known.map { $0.manifest.addingHeaders(loader.headers, onlyOn: listing?.root) } ?? self.manifest
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits,
                                       statedSizesAreExact: listing != nil, environment: environment)
         let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
@@ -110,7 +110,7 @@ struct MountRunner {
                     for failure in directories.relistAll(timeout: .seconds(300)) {
                         logger.warning("refresh: \(failure); its directory shows what was known")
                     }
-                    return directories.snapshot.manifest.addingHeaders(loader.headers)
+                    return directories.snapshot.manifest.addingHeaders(loader.headers, onlyOn: listing?.root)
                 },
                 show: { _, _ in directories.showNow() })
         } ?? RunningMount.ManifestRefresher(
@@ -209,12 +209,12 @@ struct MountRunner {
             throw CommandFailure("\(error)")
         }
         let lister: any DirectoryLister = listing.bucket.map { BucketLister(client: client, address: $0, policy: policy, logger: logger) }
-            ?? WebDirectoryLister(client: client, headers: loader.headers, policy: policy, logger: logger)
+            ?? WebDirectoryLister(client: client, headers: loader.headers, headersOrigin: listing.root, policy: policy, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in
                 committer.schedule {
-                    do { try store.saveListing(kept, url: url.absoluteString) } catch { logger.error("cannot keep the listing of \(url.redactedForDisplay): \(error)") }
+                    do { try store.saveListing(kept, url: url.cacheKey) } catch { logger.error("cannot keep the listing of \(url.redactedForDisplay): \(error)") }
                 }
             }, onChange: onChange)
         guard !directories.isListed(nil) else { return directories }

@@ -172,12 +172,21 @@ func credentialsNeverAppearInMessages(_ text: String) {
     #expect(unnamed?.reason == "cannot name an entry from URL 'https://***@h/dir/' (give a path: path<TAB>url)")
 }
 
-@Test func redactedForDisplayHidesOnlyTheUserinfo() throws {
+@Test func redactedForDisplayHidesTheUserinfoAndEveryQueryValue() throws {
     #expect(try #require(URL(string: "https://user:secret@h/a.mp3")).redactedForDisplay == "https://***@h/a.mp3")
-    #expect(try #require(URL(string: "https://token@h:8443/a.mp3?x=1")).redactedForDisplay == "https://***@h:8443/a.mp3?x=1")
+    #expect(try #require(URL(string: "https://token@h:8443/a.mp3?x=1")).redactedForDisplay == "https://***@h:8443/a.mp3?x=***")
     #expect(try #require(URL(string: "https://h/a.mp3")).redactedForDisplay == "https://h/a.mp3")
     // An "@" in the path is not a credential.
     #expect(try #require(URL(string: "https://h/@bob/a.mp3")).redactedForDisplay == "https://h/@bob/a.mp3")
+    // Every value, whatever its name; the names stay. A part without a name is hidden whole.
+    let signed = try #require(URL(string: "https://b.s3.example/k.bin?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=ab12&sig=s&token=t&list-type=2&empty=&&bare"))
+    #expect(signed.redactedForDisplay == "https://b.s3.example/k.bin?X-Amz-Credential=***&X-Amz-Signature=***&sig=***&token=***&list-type=***&empty=&&***")
+    #expect(try #require(URL(string: "https://h/a.mp3#access_token=abc")).redactedForDisplay == "https://h/a.mp3#***")
+    #expect(try #require(URL(string: "https://u:p@h/a?token=abc#f")).redactedForDisplay == "https://***@h/a?token=***#***")
+    #expect(try #require(URL(string: "https://h/a.mp3")).carriesSecret == false)
+    #expect(try #require(URL(string: "https://h/a.mp3?token=x")).carriesSecret)
+    // Text that did not parse is redacted the same way.
+    #expect(CredentialRedactor.redactingLoosely("ht tp://u:p@h/a?token=abc") == "ht tp://***@h/a?token=***")
 }
 
 @Test func emptyManifestIsValid() throws {

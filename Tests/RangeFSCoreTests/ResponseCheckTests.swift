@@ -129,10 +129,15 @@ import Testing
             == .changed("size was 100, now 101"))
     }
 
-    @Test func credentialsDoNotFollowToAnotherServer() {
-        let headers = ["Authorization": "Bearer x", "Cookie": "c=1", "X-Client": "rangefs"]
+    @Test func headersStayWithTheirOrigin() {
+        let headers = ["Authorization": "Bearer x", "Cookie": "c=1", "X-Api-Key": "k"]
         let elsewhere = FetchSource(location: Self.mirrorA, validator: Self.tagA)
-        #expect(elsewhere.requestHeaders(headers, origin: Self.origin) == ["X-Client": "rangefs"])
+        #expect(elsewhere.requestHeaders(headers, origin: Self.origin).isEmpty)
+        // Another port or scheme is another origin; a default port written out is the same one.
+        for other in ["http://origin.test:8080/f.bin", "https://origin.test/f.bin", "http://ORIGIN.test:80/g.bin"] {
+            let sent = FetchSource.headers(headers, sentTo: URL(string: other)!, origin: Self.origin)
+            #expect(sent == (other.hasSuffix("g.bin") ? headers : [:]), "\(other)")
+        }
         #expect(elsewhere.requestURL(origin: Self.origin) == Self.mirrorA)
         let samePlace = FetchSource(location: URL(string: "http://origin.test/mirror/f.bin")!, validator: Self.tagA)
         #expect(samePlace.requestHeaders(headers, origin: Self.origin) == headers)

@@ -16,10 +16,11 @@ public enum CacheState: String, Sendable, Codable {
     case waitingForSpace = "waiting for space"
 }
 
-/// What the cache remembers about one remote file, keyed by its URL.
+/// What the cache remembers about one remote file, keyed by its URL's `CacheKey`.
 public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "cached_file"
 
+    /// The file's `CacheKey`: its URL, or for a URL with a secret the redacted URL and a digest.
     public var url: String
     /// File name under `data/` (a hash of the URL).
     public var dataName: String
@@ -57,6 +58,9 @@ public final class MetadataStore: Sendable {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // What a key or a location held before it was rewritten (`v7-secret-free-keys`)
+            // does not stay behind in free pages.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
@@ -64,6 +68,9 @@ public final class MetadataStore: Sendable {
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
             try Self.migrator.migrate(database)
+            // A migration's rewrites reach the database file now, not at some later checkpoint:
+            // until then the file keeps the pages as they were (`v7-secret-free-keys`).
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {
             throw CacheError("cannot open cache database \(path): \(error)")
         }
@@ -115,6 +122,23 @@ public final class MetadataStore: Sendable {
                 table.column("fileType", .text).primaryKey()
                 table.column("head", .integer).notNull()
                 table.column("tail", .integer).notNull()
+            }
+        }
+        migrator.registerMigration("v7-secret-free-keys") { db in
+            // Keys were URLs as given, a password or a query token with them: each becomes its
+            // `CacheKey`, and a location with a secret goes (the redirect leads there again).
+            for row in try Row.fetchAll(db, sql: "SELECT url, location FROM cached_file") {
+                let url: String = row["url"]
+                let location: String? = row["location"]
+                let key = CacheKey.of(url)
+                let kept = location.flatMap { CacheKey.of($0) == $0 ? $0 : nil }
+                guard key != url || kept != location else { continue }
+                // An old failure's text may quote the URL as it was.
+                let failure = key != url ? "SET failure = NULL, " : "SET "
+                try db.execute(sql: "UPDATE cached_file \(failure)url = ?, location = ? WHERE url = ?", arguments: [key, kept, url])
+            }
+            for url in try String.fetchAll(db, sql: "SELECT url FROM listing") where CacheKey.of(url) != url {
+                try db.execute(sql: "UPDATE listing SET url = ? WHERE url = ?", arguments: [CacheKey.of(url), url])
             }
         }
         return migrator
@@ -231,7 +255,7 @@ public final class MetadataStore: Sendable {
     public func updateSource(url: String, _ source: FetchSource) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ? WHERE url = ?",
-                           arguments: [source.location?.absoluteString, source.validator.etag,
+                           arguments: [CacheKey.storableLocation(source.location), source.validator.etag,
                                        source.validator.lastModified, url])
         }
     }

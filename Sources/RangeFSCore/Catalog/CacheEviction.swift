@@ -71,7 +71,7 @@ final class CacheEviction: Sendable {
         }
         for record in candidates where excess > 0 {
             guard let freed = evict(record) else { continue }
-            environment.logger.info("evicted \(URL(string: record.url)?.redactedForDisplay ?? "a file") (\(freed) bytes) to keep the cache within its limits")
+            environment.logger.info("evicted \(CacheKey.shown(record.url)) (\(freed) bytes) to keep the cache within its limits")
             excess = budget.shortfall(extra: extra)
         }
         // A read that finds no room is served without storing, and says so itself.
@@ -114,7 +114,7 @@ final class CacheEviction: Sendable {
                 try environment.store.commitBlocks(url: key, bitmap: empty, state: state)
             }
         } catch {
-            environment.logger.error("cannot record the eviction of \(URL(string: key)?.redactedForDisplay ?? key): \(error)")
+            environment.logger.error("cannot record the eviction of \(CacheKey.shown(key)): \(error)")
         }
         budget.add(-Int64(freed))
         environment.metrics.evicted()

@@ -14,7 +14,7 @@ extension FileCatalog {
             let records = (try? environment.store.allRecords()) ?? [:]
             for index in targets {
                 let entry = manifest.entries[index]
-                guard let record = records[entry.urlString], record.state != .remote else { continue }
+                guard let record = records[CacheKey.of(entry.urlString)], record.state != .remote else { continue }
                 if record.pinned || eviction.evict(record) == nil { busy.append(entry.path.description) }
             }
         }
@@ -28,7 +28,7 @@ extension FileCatalog {
         let manifest = self.manifest
         let indices = activeEntries.filter { index in
             if let file = knownFile(forEntry: index) { return file.snapshot.cachedBytes > 0 || file.isRejected }
-            let stored = files.storedRecord(manifest.entries[index].urlString)
+            let stored = files.storedRecord(CacheKey.of(manifest.entries[index].urlString))
             return stored.map { $0.state != .remote } ?? false
         }
         let problems = Mutex<[String]>([])
@@ -71,7 +71,7 @@ extension FileCatalog {
     /// `rangefs pin`: keeps these entries whatever the limits (pinned = true) or releases them.
     public func setPinned(entries: [Int], _ pinned: Bool) {
         for index in entries {
-            let key = manifest.entries[index].urlString
+            let key = CacheKey.of(manifest.entries[index].urlString)
             let store = environment.store
             // After the record exists: pinning asks for its size first.
             file(forEntry: index) { [environment] _ in

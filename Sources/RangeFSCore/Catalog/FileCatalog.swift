@@ -104,7 +104,7 @@ public final class FileCatalog: Sendable {
     public func open(entry index: Int, completion: @escaping @Sendable (Result<OpenFile, FetchError>) -> Void) {
         file(forEntry: index) { [self] result in
             completion(result.map { file in
-                let key = file.url.absoluteString
+                let key = file.cacheKey
                 let firstOpen = usage.withLock { usage -> Bool in
                     let first = usage.everOpenedKeys.insert(key).inserted
                     if first { usage.everOpened.append(key) }
@@ -168,7 +168,7 @@ public final class FileCatalog: Sendable {
 
     /// The file for an entry if its size is already known, without waiting.
     public func knownFile(forEntry index: Int) -> CachedFile? {
-        files.loadedFile(manifest.entries[index].urlString)
+        files.loadedFile(CacheKey.of(manifest.entries[index].urlString))
     }
 
     /// The size and time the entry states, when they may be shown before the file's size is
@@ -176,8 +176,9 @@ public final class FileCatalog: Sendable {
     public func statedAttributes(ofEntry index: Int) -> (size: UInt64, modified: Date?)? {
         let entry = manifest.entries[index]
         // A size over the limit is not shown: asking for the file then says why it is refused.
-        guard let size = entry.size, FileSizeLimit.accepts(size), files.mayTrustStatedSize(of: entry.urlString),
-              files.loadedFile(entry.urlString) == nil, files.storedRecord(entry.urlString) == nil else { return nil }
+        let key = CacheKey.of(entry.urlString)
+        guard let size = entry.size, FileSizeLimit.accepts(size), files.mayTrustStatedSize(of: key),
+              files.loadedFile(key) == nil, files.storedRecord(key) == nil else { return nil }
         return (size, entry.modified)
     }
 
@@ -186,7 +187,7 @@ public final class FileCatalog: Sendable {
 
     /// Why finding the entry's size failed last time, if it did.
     public func probeFailure(forEntry index: Int) -> String? {
-        files.probeFailure(manifest.entries[index].urlString)
+        files.probeFailure(CacheKey.of(manifest.entries[index].urlString))
     }
 
     /// Evicts (on the committer's queue) if the cache is over its limits.
@@ -234,7 +235,7 @@ public final class FileCatalog: Sendable {
     /// The remote file changed: drop this version, its record and its data, so the next
     /// look-up finds the new size and starts over. Readers still holding it get EIO.
     func forget(_ file: CachedFile) {
-        let key = file.url.absoluteString
+        let key = file.cacheKey
         files.forget(file)
         handlers.withLock { $0.remoteChange }?(file.url)
         let store = environment.store

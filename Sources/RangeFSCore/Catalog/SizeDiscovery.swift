@@ -58,7 +58,7 @@ final class SizeDiscovery: Sendable {
             guard let self else { return }
             guard let entry = entryAt(index) else { return probeQueue.finished(index) }
             // Its turn came after the size was already found (a probe queued twice).
-            guard isAwaitingProbe(entry.urlString, by: index) else { return probeQueue.finished(index) }
+            guard isAwaitingProbe(CacheKey.of(entry.urlString), by: index) else { return probeQueue.finished(index) }
             probe(entry, index: index)
         }
         probes.withLock { $0 = queue }
@@ -74,7 +74,7 @@ final class SizeDiscovery: Sendable {
     /// a probe found its size; the probe waits its turn according to `priority`.
     func file(for entry: ManifestEntry, index: Int, priority: ProbePriority,
               completion: @escaping @Sendable (Result<CachedFile, FetchError>) -> Void) {
-        let key = entry.urlString
+        let key = CacheKey.of(entry.urlString)
         enum Next { case ready(CachedFile), probe(entry: Int), tooLarge(UInt64), unmounting }
         let next = slots.withLock { slots -> Next in
             switch slots[key] {
@@ -179,7 +179,7 @@ final class SizeDiscovery: Sendable {
     /// This version of the file is gone: the next look-up asks the server again (also when the
     /// mount started with a record of it).
     func forget(_ file: CachedFile) {
-        let key = file.url.absoluteString
+        let key = file.cacheKey
         doubtedStatedSizes.withLock { _ = $0.insert(key) }
         slots.withLock { slots in
             if case .ready(let current) = slots[key], current === file { slots[key] = nil }
@@ -219,7 +219,7 @@ final class SizeDiscovery: Sendable {
     private func probe(_ entry: ManifestEntry, index: Int, source: Int = 0, attempt: Int = 1) {
         let urls = entry.urls
         let target = urls[source]
-        // The manifest's credentials do not go to a mirror on another server.
+        // The manifest's headers do not go to a mirror on another origin.
         let headers = FetchSource.headers(entry.headers, sentTo: target, origin: entry.url)
         environment.client.probe(url: target, headers: headers) { [self] answer in
             var result = answer
@@ -257,7 +257,7 @@ final class SizeDiscovery: Sendable {
     }
 
     private func finishProbe(of entry: ManifestEntry, index: Int, with result: Result<RemoteFileInfo, RemoteError>) {
-        let key = entry.urlString
+        let key = CacheKey.of(entry.urlString)
         let outcome: Result<CachedFile, FetchError>
         switch result {
         case .success(let info) where !FileSizeLimit.accepts(info.size):
@@ -297,7 +297,7 @@ final class SizeDiscovery: Sendable {
             bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: size, blockSize: blockSize).blockCount).serialized),
             state: size == 0 ? .complete : .remote, failure: nil,
             lastAccess: Date().timeIntervalSince1970, pinned: false,
-            location: location?.absoluteString)
+            location: CacheKey.storableLocation(location))
     }
 
     /// True while the slot of `key` waits for a probe of entry `index`.

@@ -21,7 +21,7 @@ extension CachedFile {
                 try promote()
                 CrashPoint.reached(.promotion)
             }
-            try environment.store.commitBlocks(url: url.absoluteString, bitmap: snapshot.serialized,
+            try environment.store.commitBlocks(url: cacheKey, bitmap: snapshot.serialized,
                                                state: complete ? .complete : .partial)
             let corrected = state.withLock { state in
                 defer { closeIfIdle(&state) }
@@ -29,7 +29,7 @@ extension CachedFile {
             }
             if let corrected {
                 // A source's copy turned out to differ while this commit ran: its blocks go again.
-                try environment.store.commitBlocks(url: url.absoluteString, bitmap: corrected.serialized, state: .partial)
+                try environment.store.commitBlocks(url: cacheKey, bitmap: corrected.serialized, state: .partial)
                 return
             }
             if complete {
@@ -72,8 +72,8 @@ extension CachedFile {
         guard !actions.isEmpty else { return }
         environment.logger.error("\(url.redactedForDisplay): \(reason); its cached data is discarded")
         do {
-            try environment.store.commitBlocks(url: url.absoluteString, bitmap: emptyBitmap, state: .remote)
-            try environment.store.recordFailure(url: url.absoluteString, reason: reason)
+            try environment.store.commitBlocks(url: cacheKey, bitmap: emptyBitmap, state: .remote)
+            try environment.store.recordFailure(url: cacheKey, reason: reason)
         } catch {
             environment.logger.error("cannot record the failure of \(url.redactedForDisplay): \(error)")
         }
@@ -129,7 +129,7 @@ extension CachedFile {
         environment.logger.warning("cache data of \(url.redactedForDisplay) is missing; fetching it again")
         events.cachedBytesChanged(-Int64(plan.dataLost()))
         let store = environment.store
-        let key = url.absoluteString
+        let key = cacheKey
         let empty = plan.durable.serialized
         environment.committer.schedule {
             try? store.commitBlocks(url: key, bitmap: empty, state: .remote)

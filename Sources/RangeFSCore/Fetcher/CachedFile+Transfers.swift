@@ -120,8 +120,8 @@ extension CachedFile {
 
 extension CachedFile {
     /// Asks source number `index` (at `target`) for the file's size and validator, after
-    /// `delay`; the plan decides what its answer means (`FilePlan.sourceProbed`). Credentials
-    /// of the manifest's headers do not go to another server (`FetchSource.requestHeaders`).
+    /// `delay`; the plan decides what its answer means (`FilePlan.sourceProbed`). The headers
+    /// of the manifest do not go to another origin (`FetchSource.headers`).
     func probeSource(_ index: Int, at target: URL, after delay: Duration) {
         let headers = FetchSource.headers(self.headers, sentTo: target, origin: url)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in

@@ -17,6 +17,8 @@ public typealias ReadCompletion = @Sendable (Result<ReadyBytes, FetchError>) -> 
 /// brings them is still running — and never before.
 public final class CachedFile: Sendable {
     public let url: URL
+    /// What the cache and its database know the file by (`CacheKey`): no secret of the URL.
+    var cacheKey: String { url.cacheKey }
     public let layout: BlockLayout
     public let modified: Date?
     let headers: [String: String]
@@ -96,10 +98,10 @@ public final class CachedFile: Sendable {
             state.plan.openedAt = .now
             state.plan.readSinceOpen = false
         }
-        let url = url.absoluteString
+        let key = cacheKey
         let store = environment.store
         environment.committer.schedule {
-            try? store.touch(url: url, at: Date())
+            try? store.touch(url: key, at: Date())
         }
     }
 
@@ -327,7 +329,7 @@ public final class CachedFile: Sendable {
                 probeSource(index, at: target, after: delay)
             case .saveSource(let source):
                 let store = environment.store
-                let key = url.absoluteString
+                let key = cacheKey
                 environment.committer.schedule { try? store.updateSource(url: key, source) }
             case .cachedBytes(let delta):
                 events.cachedBytesChanged(delta)

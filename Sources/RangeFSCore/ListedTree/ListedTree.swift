@@ -113,7 +113,7 @@ struct ListedTree {
     mutating func restore(from stored: [String: StoredListing]) {
         var pending = [""]
         while let path = pending.popLast() {
-            guard let url = directories[path]?.url, let listing = stored[url.absoluteString] else { continue }
+            guard let url = directories[path]?.url, let listing = stored[url.cacheKey] else { continue }
             _ = record(listing.children, at: path, validator: listing.validator, listedAt: listing.listedAt)
             pending += (directories[path]?.children ?? []).filter(\.isDirectory).map { Self.join(path, $0.name) }
         }

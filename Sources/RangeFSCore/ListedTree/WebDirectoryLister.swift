@@ -7,18 +7,25 @@ import Logging
 /// URL it came from after redirects, off the thread that runs every transfer.
 public struct WebDirectoryLister: DirectoryLister {
     private let client: any RemoteClient
-    /// The mount's `--header`s: an `Authorization` for a protected listing.
+    /// The mount's `--header`s: an `Authorization` for a protected listing. Sent to the
+    /// directories on `headersOrigin`'s origin alone: a root that redirected to another server
+    /// has its tree there, and that server gets none of them.
     private let headers: [String: String]
+    private let headersOrigin: URL?
     private let policy: FetchPolicy
     /// A bigger page is not a listing anyone means to mount.
     private let maxBytes: UInt64
     private let timeout: Duration
     private let logger: Logger
 
-    public init(client: any RemoteClient, headers: [String: String] = [:], policy: FetchPolicy = FetchPolicy(),
-                maxBytes: UInt64 = 32 << 20, timeout: Duration = .seconds(60), logger: Logger) {
+    /// `headersOrigin`: the URL (the mount's root) whose origin `headers` were given for.
+    public init(client: any RemoteClient, headers: [String: String] = [:], headersOrigin: URL? = nil,
+                policy: FetchPolicy = FetchPolicy(), maxBytes: UInt64 = 32 << 20, timeout: Duration = .seconds(60),
+                logger: Logger) {
+        precondition(headers.isEmpty || headersOrigin != nil, "headers are given for an origin")
         self.client = client
         self.headers = headers
+        self.headersOrigin = headersOrigin
         self.policy = policy
         self.maxBytes = maxBytes
         self.timeout = timeout
@@ -27,7 +34,8 @@ public struct WebDirectoryLister: DirectoryLister {
 
     public func list(_ url: URL, heldVersion: RemoteValidator?,
                      completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
-        let request = DocumentRequest(url: url, headers: headers, maxBytes: maxBytes, heldVersion: heldVersion, timeout: timeout)
+        let sent = headersOrigin.map { FetchSource.headers(headers, sentTo: url, origin: $0) } ?? [:]
+        let request = DocumentRequest(url: url, headers: sent, maxBytes: maxBytes, heldVersion: heldVersion, timeout: timeout)
         var download = DocumentDownload(request: request, client: client)
         download.policy = policy
         download.start { [logger] result in

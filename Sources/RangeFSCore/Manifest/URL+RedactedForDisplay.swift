@@ -1,30 +1,58 @@
 import Foundation
 
 public extension URL {
-    /// The URL as text with any `user:password@` replaced by `***@`, for logs, status and error messages.
+    /// The URL as text with whatever may be a credential hidden, for logs, status, attributes,
+    /// error messages and the cache database: any `user:password@` becomes `***@`, every query
+    /// value `***` and a fragment `#***` (`CredentialRedactor`).
     var redactedForDisplay: String {
-        let text = absoluteString
-        guard user != nil || password != nil else { return text }
-        return CredentialRedactor.redactingAuthority(of: text)
+        CredentialRedactor.redactingAuthority(of: absoluteString)
+    }
+
+    /// Whether the URL carries anything `redactedForDisplay` hides.
+    var carriesSecret: Bool {
+        redactedForDisplay != absoluteString
     }
 }
 
-/// Hides credentials in URL text so they never reach a terminal or a log.
+/// Hides credentials in URL text so they never reach a terminal, a log or the cache database.
+/// Every query value is hidden, not only those whose names look secret: signatures, tokens and
+/// keys go by too many names (`X-Amz-Signature`, `X-Amz-Credential`, `sig`, `token`, `key`,
+/// `auth`, `Policy` …) for a list of names to be safe. The names stay, so a reader still sees
+/// which parameters a URL had.
 enum CredentialRedactor {
     /// For text that parsed as a URL: the userinfo is everything in the authority before its last "@".
     static func redactingAuthority(of text: String) -> String {
         guard let authorityStart = text.range(of: "://")?.upperBound else { return redactingLoosely(text) }
         let rest = text[authorityStart...]
         let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return text }
-        return String(text[..<authorityStart]) + "***" + String(text[at...])
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return redactingQuery(of: text) }
+        return String(text[..<authorityStart]) + "***" + redactingQuery(of: String(text[at...]))
     }
 
     /// For text that did not parse: without a parser to say where the authority ends,
     /// hide everything up to the last "@", erring toward hiding too much.
     static func redactingLoosely(_ text: String) -> String {
         let start = text.range(of: "://")?.upperBound ?? text.startIndex
-        guard let at = text[start...].lastIndex(of: "@") else { return text }
-        return String(text[..<start]) + "***" + String(text[at...])
+        guard let at = text[start...].lastIndex(of: "@") else { return redactingQuery(of: text) }
+        return String(text[..<start]) + "***" + redactingQuery(of: String(text[at...]))
+    }
+
+    /// `text` with each query value (or a query part without a name) as `***` and any fragment
+    /// as `#***`; text without a query or fragment comes back as it is.
+    static func redactingQuery(of text: String) -> String {
+        guard let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return text }
+        var shown = String(text[..<mark])
+        var rest = text[mark...]
+        if rest.first == "?" {
+            let queryEnd = rest.firstIndex(of: "#") ?? rest.endIndex
+            let parts = rest[rest.index(after: rest.startIndex)..<queryEnd].split(separator: "&", omittingEmptySubsequences: false)
+            shown += "?" + parts.map { part -> String in
+                guard let equals = part.firstIndex(of: "=") else { return part.isEmpty ? "" : "***" }
+                return part[part.index(after: equals)...].isEmpty ? String(part) : String(part[...equals]) + "***"
+            }.joined(separator: "&")
+            rest = rest[queryEnd...]
+        }
+        if rest.count > 1 { shown += "#***" } else { shown += rest }
+        return shown
     }
 }

@@ -193,10 +193,11 @@ final class CurlMultiLoop {
         return true
     }
 
-    private func start(_ spec: TransferSpec) {
+    /// `hop`: a redirect of `spec`'s request being followed (`RedirectHop`).
+    private func start(_ spec: TransferSpec, hop: RedirectHop? = nil) {
         let transfer: CurlTransfer
         do {
-            transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, configuration: configuration, gate: inbox.gate,
+            transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, hop: hop, configuration: configuration, gate: inbox.gate,
                                         buffers: buffers)
         } catch {
             spec.fail(error)
@@ -264,8 +265,9 @@ final class CurlMultiLoop {
             curl_multi_remove_handle(multi.raw, easy)
             guard let transfer = active.removeValue(forKey: easy) else { continue }
             if let next = transfer.finish(curlResult: result, cancelled: false) {
-                // A probe whose HEAD told too little goes on with a one-byte GET.
-                start(next)
+                // A redirect goes on to its target; a probe whose HEAD told too little goes on
+                // with a one-byte GET.
+                start(next.spec, hop: next.hop)
             }
         }
     }

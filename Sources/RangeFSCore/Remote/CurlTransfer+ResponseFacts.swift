@@ -10,7 +10,7 @@ extension CurlTransfer {
         return code
     }
 
-    /// From the request sent to the reply's first byte (libcurl's timings; summed over redirects).
+    /// From the request sent to the reply's first byte (libcurl's timings, of this hop).
     var serverTime: Duration {
         var sent: curl_off_t = 0, firstByte: curl_off_t = 0
         rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &sent)
@@ -24,11 +24,10 @@ extension CurlTransfer {
         return length >= 0 ? UInt64(length) : nil
     }
 
-    var responseFacts: ResponseFacts {
-        var redirects = 0
-        rangefs_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
-        return ResponseFacts(status: responseCode, headers: responseHeaders.lines, contentLength: contentLength,
-                             redirected: redirects > 0)
+    /// `redirected`: the transfer followed redirects to get here (`RedirectHop`).
+    func responseFacts(redirected: Bool) -> ResponseFacts {
+        ResponseFacts(status: responseCode, headers: responseHeaders.lines, contentLength: contentLength,
+                      redirected: redirected)
     }
 
     /// The URL the final response came from.

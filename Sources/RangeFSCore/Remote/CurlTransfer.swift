@@ -27,8 +27,17 @@ final class CurlTransfer {
     private var storedBytes: UInt64 = 0
     private let metrics: MountMetrics
     private let dialect: (any ServerDialect)?
-    /// What was asked for (before redirects), for the dialect's reading of an error reply.
+    /// Where this request goes: the URL asked for, or a redirect's target (`hop`).
     private let requestURL: URL
+    /// Redirects followed to get here; the transfer follows them itself (`RedirectHop`).
+    private let hop: RedirectHop
+    /// Set when the response is a redirect to follow: where the next request goes.
+    private var redirect: RedirectHop?
+    /// Body bytes of a redirect response, read and dropped so its connection can be reused.
+    private var redirectBodyBytes = 0
+    /// A redirect's body longer than this is not read to its end: its connection is closed.
+    private static let redirectBodyLimit = 64 * 1024
+    private let maxRedirects: Int
     /// The start of an error reply's body, for the dialect to read (`errorDetail`).
     private var errorBody: [UInt8] = []
     /// How much of an error reply's body is kept: S3's error documents are a few hundred bytes.
@@ -51,14 +60,15 @@ final class CurlTransfer {
         return rangefs_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer) == CURLE_OK && pretransfer == 0
     }
     /// Where it goes (`URL.serverKey`), for the connections per server.
-    var server: String { spec.server }
+    var server: String { requestURL.serverKey }
     var isPaused = false {
         didSet { pace.setHeld(isPaused) }
     }
     /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
     var isResuming = false
-    /// The response's headers were checked and its body has begun.
-    var isReceivingBody: Bool { checked }
+    /// The response's headers were checked and its body has begun (a redirect's body, read
+    /// only to reuse the connection, does not count).
+    var isReceivingBody: Bool { checked && redirect == nil }
     /// A background transfer close to its end that runs to it instead of giving its connection
     /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
     var finishesFirst = false
@@ -75,7 +85,8 @@ final class CurlTransfer {
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
 
-    init(spec: TransferSpec, configuration: CurlClient.Configuration, gate: BackgroundGate,
+    /// `hop`: a redirect of `spec`'s request being followed; nil for the request itself.
+    init(spec: TransferSpec, hop: RedirectHop? = nil, configuration: CurlClient.Configuration, gate: BackgroundGate,
          buffers: CoalescingBufferPool) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
         self.easy = easy
@@ -84,13 +95,17 @@ final class CurlTransfer {
         self.buffers = buffers
         metrics = configuration.metrics
         dialect = configuration.dialect
-        let url: URL
-        var headers: [String: String]
+        maxRedirects = configuration.maxRedirects
+        // The caller's headers go to the origin of the URL they were given with; the
+        // request's own (conditions, encoding) to every hop.
+        let asked: URL
+        let callerHeaders: [String: String]
+        var headers: [String: String] = [:]
         var method = "GET"
         switch spec {
         case .probe(let probeURL, let probeHeaders, let probeMethod, _):
-            url = probeURL
-            headers = probeHeaders
+            asked = probeURL
+            callerHeaders = probeHeaders
             if probeMethod == .head {
                 method = "HEAD"
                 rangefs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
@@ -98,8 +113,8 @@ final class CurlTransfer {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "0-0")
             }
         case .range(let request, _, _):
-            url = request.url
-            headers = request.headers
+            asked = request.url
+            callerHeaders = request.headers
             if !request.wholeBody {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
                 switch configuration.dialect?.rangeCondition ?? .ifRange {
@@ -115,16 +130,20 @@ final class CurlTransfer {
             // Large socket reads; probes keep libcurl's default buffer.
             rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
         case .document(let request, _, _):
-            url = request.url
-            headers = request.headers.merging(request.conditionalHeaders) { _, conditional in conditional }
+            asked = request.url
+            callerHeaders = request.headers
+            headers = request.conditionalHeaders
             rangefs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.timeInterval * 1000)))
         }
+        self.hop = hop ?? RedirectHop(asked: asked)
+        let url = self.hop.url
         requestURL = url
+        headers.merge(self.hop.headers(callerHeaders)) { own, _ in own }
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
         rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        rangefs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        rangefs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        rangefs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        // libcurl would send custom headers to wherever a redirect leads: redirects are
+        // followed here instead, one hop at a time (`RedirectHop`).
+        rangefs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         rangefs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         rangefs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, configuration.connectTimeoutSeconds)
         rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
@@ -182,6 +201,10 @@ final class CurlTransfer {
         if !checked {
             checked = true
             failure = checkResponse()
+        }
+        if redirect != nil {
+            redirectBodyBytes += bytes.count
+            return redirectBodyBytes <= Self.redirectBodyLimit ? .taken : .abort
         }
         if case .status = failure, dialect != nil, errorBody.count < Self.errorBodyBytes {
             // An error reply that may say why: its start is kept for `errorDetail`.
@@ -269,7 +292,16 @@ final class CurlTransfer {
 
     /// Checks the final response's status and headers before any byte of its body is used.
     private func checkResponse() -> RemoteError? {
-        let reply = responseFacts
+        let reply = responseFacts(redirected: hop.count > 0)
+        switch hop.next(status: reply.status, locationHeader: reply.header("Location"), maxRedirects: maxRedirects) {
+        case .success(let next?):
+            redirect = next
+            return nil
+        case .success(nil):
+            break
+        case .failure(let refusal):
+            return refusal
+        }
         let verdict: RemoteError?
         switch spec {
         case .probe(_, _, let method, _):
@@ -314,9 +346,16 @@ final class CurlTransfer {
         metrics.requestEnded(spec.metricsKind, status: responseCode, cancelled: true)
     }
 
-    /// Reports the outcome to the caller. Returns a follow-up transfer when a HEAD probe
-    /// must be retried as a one-byte GET.
-    func finish(curlResult: CURLcode, cancelled: Bool) -> TransferSpec? {
+    /// What goes out after a transfer ends without an outcome for its caller.
+    struct FollowUp {
+        let spec: TransferSpec
+        /// The redirect to follow; nil to ask the URL itself again (a probe's one-byte GET).
+        let hop: RedirectHop?
+    }
+
+    /// Reports the outcome to the caller. Returns a follow-up transfer when the response is a
+    /// redirect, or when a HEAD probe must be retried as a one-byte GET.
+    func finish(curlResult: CURLcode, cancelled: Bool) -> FollowUp? {
         metrics.requestEnded(spec.metricsKind, status: responseCode, cancelled: cancelled)
         if cancelled {
             spec.fail(.cancelled)
@@ -327,6 +366,8 @@ final class CurlTransfer {
             checked = true
             failure = checkResponse()
         }
+        // A redirect's body was dropped, whether or not it was read to its end.
+        if let redirect { return FollowUp(spec: spec, hop: redirect) }
         // What arrived is stored also when the transfer failed: a retry goes on from there.
         _ = storePending()
         if case .status(let code, _, nil) = failure, let dialect,
@@ -337,12 +378,12 @@ final class CurlTransfer {
         case .probe(let url, let headers, let method, let completion):
             if method == .head, failure != nil || curlResult != CURLE_OK {
                 // Some servers refuse HEAD or omit its length; the range GET decides.
-                return .probe(url: url, headers: headers, method: .firstByte, completion: completion)
+                return FollowUp(spec: .probe(url: url, headers: headers, method: .firstByte, completion: completion), hop: nil)
             }
             if let failure {
                 completion(.failure(failure))
             } else if let size = probedSize {
-                let reply = responseFacts
+                let reply = responseFacts(redirected: hop.count > 0)
                 completion(.success(RemoteFileInfo(size: size, validator: reply.validator, modified: responseHeaders.lastModified,
                                                    finalURL: reply.redirected ? effectiveURL : nil)))
             } else {
@@ -364,7 +405,7 @@ final class CurlTransfer {
             } else if curlResult != CURLE_OK {
                 completion(.failure(transportError(curlResult)))
             } else {
-                let reply = responseFacts
+                let reply = responseFacts(redirected: hop.count > 0)
                 let notModified = reply.status == 304
                 var validator = reply.validator
                 if notModified, validator.etag == nil, validator.lastModified == nil, let held = request.heldVersion {

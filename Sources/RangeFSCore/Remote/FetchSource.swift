@@ -50,27 +50,20 @@ public struct FetchSource: Sendable, Equatable {
         location ?? origin
     }
 
-    /// The headers for a request to `requestURL`: the manifest's, except that credentials do
-    /// not follow a redirect to another server (as libcurl's own redirects behave).
+    /// The headers for a request to `requestURL`: the manifest's where that is the manifest
+    /// URL's origin, none where a redirect led to another (`headers(_:sentTo:origin:)`).
     public func requestHeaders(_ headers: [String: String], origin: URL) -> [String: String] {
         Self.headers(headers, sentTo: location ?? origin, origin: origin)
     }
 
-    /// The manifest's `headers` for a request to `target`: all of them on the manifest URL's
-    /// server, none of its credentials on another (a redirect's target, a mirror).
+    /// The manifest's `headers` (with the `--header`s) for a request to `target`: all of them
+    /// on the origin of the manifest URL `origin` they were given for, none on another (a
+    /// redirect's target, a mirror), as curl's `--location` leaves them behind.
     public static func headers(_ headers: [String: String], sentTo target: URL, origin: URL) -> [String: String] {
-        guard server(of: target) != server(of: origin) else { return headers }
-        return headers.filter { name, _ in
-            let lowered = name.lowercased()
-            return lowered != "authorization" && lowered != "cookie"
-        }
+        target.isSameOrigin(as: origin) ? headers : [:]
     }
 
     private static func samePlace(_ a: URL, _ b: URL) -> Bool {
         a.absoluteString == b.absoluteString
-    }
-
-    private static func server(of url: URL) -> String {
-        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
     }
 }

@@ -1,5 +1,5 @@
 /// What the checks need to know of the final response (after redirects): its status and
-/// headers, its announced length, and whether libcurl followed a redirect to get it.
+/// headers, its announced length, and whether a redirect was followed to get it.
 struct ResponseFacts: Sendable {
     var status: Int
     /// Header names in lowercase, in arrival order.

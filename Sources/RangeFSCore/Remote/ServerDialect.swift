@@ -33,7 +33,8 @@ public struct ServerErrorDetail: Sendable, Equatable, CustomStringConvertible {
 /// need none of it (`CurlClient.Configuration.dialect` nil); an S3 bucket needs all three.
 public protocol ServerDialect: Sendable {
     /// The headers that authorize one request, made when it goes out (a signature is valid for
-    /// minutes only, and each retry is signed anew). Never logged, never shown.
+    /// minutes only, and each retry is signed anew). Never logged, never shown; none for a URL
+    /// on another origin than the server's own (where a redirect led).
     func authorizationHeaders(method: String, url: URL, date: Date) -> [String: String]
     var rangeCondition: RangeCondition { get }
     /// Reads the error reply to a request of `url`: its body (the first few KiB) and headers;

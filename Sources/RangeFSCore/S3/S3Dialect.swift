@@ -14,8 +14,11 @@ public struct S3Dialect: ServerDialect {
         self.address = address
     }
 
+    /// Only requests to the bucket's own origin are signed: a redirect to another server (a
+    /// CDN, another host) gets no signature and no session token.
     public func authorizationHeaders(method: String, url: URL, date: Date) -> [String: String] {
-        signer?.signatureHeaders(method: method, url: url, date: date) ?? [:]
+        guard url.isSameOrigin(as: address.base) else { return [:] }
+        return signer?.signatureHeaders(method: method, url: url, date: date) ?? [:]
     }
 
     public var rangeCondition: RangeCondition { .ifMatch }
