@@ -166,7 +166,7 @@ extension RangeFSIntegrationTests {
         }.map { "\($0.method) \($0.target)" }
     }
 
-    @Test("--header and a manifest entry's header reach the origin, also after a redirect within it, and never another origin: not when the manifest URL redirects there, not when a file redirects there; the bytes still read right")
+    @Test("--header and a manifest entry's header reach the origin, also after a redirect within it, and never another origin: not when the manifest URL redirects there, not when a file redirects there, not for an entry the manifest lists there; the bytes still read right")
     func headersStayWithTheirOrigin() throws {
         let origin = try FaultServer()
         let other = try FaultServer()
@@ -181,7 +181,8 @@ extension RangeFSIntegrationTests {
         let manifest = """
         {"entries": [
           {"path": "near.bin", "url": "\(origin.url("near.bin").absoluteString)", "headers": {"X-Entry-Key": "\(entryKey)"}},
-          {"path": "far.bin", "url": "\(origin.url("far.bin").absoluteString)", "headers": {"X-Entry-Key": "\(entryKey)"}}
+          {"path": "far.bin", "url": "\(origin.url("far.bin").absoluteString)", "headers": {"X-Entry-Key": "\(entryKey)"}},
+          {"path": "elsewhere.bin", "url": "\(other.url("far.bin").absoluteString)"}
         ]}
         """
         // The manifest URL is the origin's; it redirects to the other server, which serves it.
@@ -195,6 +196,10 @@ extension RangeFSIntegrationTests {
         #expect(nearRead.succeeded && nearRead.bytes == Data(near), "near.bin: \(nearRead)")
         let farRead = Reading.whole(mount.path("far.bin"))
         #expect(farRead.succeeded && farRead.bytes == Data(far), "far.bin: \(farRead)")
+        // Listed on the other origin by a manifest fetched from this one: the --header secrets
+        // were given for the manifest's origin, not for what it lists.
+        let elsewhereRead = Reading.whole(mount.path("elsewhere.bin"))
+        #expect(elsewhereRead.succeeded && elsewhereRead.bytes == Data(far), "elsewhere.bin: \(elsewhereRead)")
 
         #expect(other.requests(for: "/list.json").isEmpty == false, "the manifest was not fetched from the other server")
         #expect(other.gets("far.bin").isEmpty == false, "far.bin was not read from the other server")

@@ -59,7 +59,8 @@ public struct ManifestLoader: Sendable {
             let text = try ManifestFileReader.decodeText(data, source: source)
             // The path alone: a query string must not hide the extension.
             let format = format ?? ManifestFormat.detect(path: url.path, text: text)
-            return try Manifest.parse(text, source: source, format: format, baseURL: url).addingHeaders(headers)
+            // The headers were given for the manifest's origin: entries a server lists elsewhere get none.
+            return try Manifest.parse(text, source: source, format: format, baseURL: url).addingHeaders(headers, onlyOn: url)
         }
     }
 }
