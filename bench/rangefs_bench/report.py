@@ -99,12 +99,12 @@ def machine_info(ctx):
         "sox": tool_version(["sox", "--version"]),
         "mpg123": tool_version(["mpg123", "--version"]),
         "libfuse": tool_version(["fusermount3", "--version"]),
-        **(bucket_versions(ctx) if ctx.bucket else {}),
+        **(bucket_versions(ctx) if ctx.buckets else {}),
     }
 
 
 def bucket_versions(ctx):
-    python = ctx.bucket["python"]
+    python = next(iter(ctx.buckets.values()))["python"]
     modules = run([python, "-c", "import boto3, moto; print(f'moto {moto.__version__}, boto3 {boto3.__version__}')"],
                   60, check=False).stdout.strip() or "?"
     return {"moto, boto3": modules, "aws": tool_version(["aws", "--version"])}
@@ -141,7 +141,7 @@ def write_markdown(ctx, rows, info, elapsed):
               "(`--s3-provider Other --s3-env-auth=false` with empty keys, `--vfs-cache-mode full`), `aws s3 "
               "--no-sign-request` and boto3 unsigned. moto closes every connection and reads a whole object "
               "for each ranged GET: the figures are ratios to clients of the same server, not S3's speed."]
-             if any(row.link == "bucket" for row in rows) else []),
+             if any(row.link.startswith("bucket") for row in rows) else []),
            (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
             "- RangeFS runs with its defaults in every row (256 KiB blocks, --max-downloads 3, `--prefetch all`: "
