@@ -13,8 +13,9 @@
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
 # Every row runs twice, one group at a time: each group with RangeFS's defaults (beside the other
 # tools), then at once the same group with RangeFS alone and --prefetch none, so that the two are
-# measured minutes apart. About 100 minutes on 2 cores (15 of them the library rows, whose rclone
-# and httpdirfs scans fetch the whole library). Everything it mounts or starts is stopped on exit.
+# measured minutes apart. About 80 minutes on 2 cores over http (15 of them the library rows, whose rclone
+# and httpdirfs scans fetch the whole library), and as much again for the https twins (the -tls links).
+# Everything it mounts or starts is stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
