@@ -2,18 +2,20 @@
 # RangeFS benchmark suite, one command: installs what it needs (apt), builds rangefs in
 # release mode, generates its data once into bench/data/ (gitignored), serves it with its
 # own nginx on 127.0.0.1 (and an S3 bucket on moto's server for the bucket rows, three more
-# nginx as mirrors for the mirror rows), measures RangeFS against curl, the local disk, the AWS
+# nginx as mirrors for the mirror rows), each server also over https (TLS and HTTP/2 with a
+# throwaway CA made for the run: the -tls links), measures RangeFS against curl, the local disk, the AWS
 # CLI and boto3, aria2c, rclone and httpdirfs, prints a table and rewrites docs/benchmarks.md
 # and docs/benchmarks.png.
 #
-# Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow] [--skip-others] [--no-docs]
+# Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow,plain-tls,slow-tls] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
 #        (see bench/bench.py --help).  RANGEFS_BIN=/path/to/rangefs skips the build.
 # Needs /dev/fuse, and root (or passwordless sudo) for apt and for dropping the page cache.
 # Every row runs twice, one group at a time: each group with RangeFS's defaults (beside the other
 # tools), then at once the same group with RangeFS alone and --prefetch none, so that the two are
-# measured minutes apart. About 100 minutes on 2 cores (15 of them the library rows, whose rclone
-# and httpdirfs scans fetch the whole library). Everything it mounts or starts is stopped on exit.
+# measured minutes apart. About 80 minutes on 2 cores over http (15 of them the library rows, whose rclone
+# and httpdirfs scans fetch the whole library), and as much again for the https twins (the -tls links).
+# Everything it mounts or starts is stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

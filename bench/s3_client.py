@@ -8,6 +8,7 @@ object on stdout.
   s3_client.py setup    --endpoint URL --bucket B --wide-dir DIR --wide-prefix P --big FILE --big-key K
   s3_client.py list     --endpoint URL --bucket B --prefix P --expect N --repeats R
   s3_client.py download --endpoint URL --bucket B --key K --out FILE --repeats R
+  (each also takes --ca-file PEM: the CA of an https endpoint)
 
 `setup` creates the bucket, puts every file of DIR under P and FILE as K (boto3's
 upload_file: a multipart upload, as a big object usually is), all public-read so they can be
@@ -27,17 +28,17 @@ from botocore import UNSIGNED
 from botocore.config import Config
 
 
-def client(endpoint, signed):
+def client(args, signed):
     # moto accepts any key pair while its authentication is off; reads go unsigned, as a
-    # public bucket's would.
+    # public bucket's would. An https endpoint is verified against --ca-file.
     config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
                     signature_version=None if signed else UNSIGNED)
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=config,
-                        aws_access_key_id="bench", aws_secret_access_key="bench")
+    return boto3.client("s3", endpoint_url=args.endpoint, region_name="us-east-1", config=config,
+                        verify=args.ca_file or True, aws_access_key_id="bench", aws_secret_access_key="bench")
 
 
 def setup(args):
-    s3 = client(args.endpoint, signed=True)
+    s3 = client(args, signed=True)
     start = time.perf_counter()
     s3.create_bucket(Bucket=args.bucket)
     names = sorted(os.listdir(args.wide_dir))
@@ -52,7 +53,7 @@ def setup(args):
 
 
 def list_prefix(args):
-    s3 = client(args.endpoint, signed=False)
+    s3 = client(args, signed=False)
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
@@ -65,7 +66,7 @@ def list_prefix(args):
 
 
 def download(args):
-    s3 = client(args.endpoint, signed=False)
+    s3 = client(args, signed=False)
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
@@ -88,6 +89,7 @@ def main():
     parser.add_argument("--key")
     parser.add_argument("--out")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--ca-file", help="the CA that signed an https endpoint's certificate")
     args = parser.parse_args()
     result = {"setup": setup, "list": list_prefix, "download": download}[args.command](args)
     print(json.dumps(result))

@@ -5,8 +5,9 @@ Where things are:
 - process: commands under a timeout, BenchError, the log.
 - context: Context (the run's state), Mount and `with mounted(...)`.
 - data: generating bench/data once, and the RangeFS manifests.
-- servers: nginx, the latency proxies, the mirrors, LogMark (nginx's access log).
-- bucket_server: moto's S3 server and its bucket, MotoMark.
+- tls: the https twins' link names and ports, the run's throwaway CA and certificate.
+- servers: nginx, the latency proxies, the mirrors (each with its https twin), LogMark (nginx's access log).
+- bucket_server: moto's S3 server and its bucket (and their https twin), MotoMark.
 - results: Row, the merge of the --prefetch none figures, measure_cell.
 - primitives: the measurements rows share (timed reads, curl, fio, Range GETs).
 - rows: one module per group or family of groups, each returning its Rows.

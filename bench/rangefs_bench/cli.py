@@ -1,5 +1,6 @@
-"""The command line and the run: the groups and the links each runs on, the tools it needs, and
-main, which measures each group with RangeFS's defaults and then at once with --prefetch none."""
+"""The command line and the run: the groups and the links each runs on (each link and its https
+twin), the tools it needs, and main, which measures each group with RangeFS's defaults and then at
+once with --prefetch none."""
 import argparse
 import json
 import os
@@ -14,8 +15,8 @@ from .process import Interrupted, log
 from .context import Context, clear_stale_mounts
 from .data import ensure_library, ensure_stream_file, ensure_web_tree, generate_data, write_manifests
 from .servers import rate_text, start_servers
-from .results import Row, merge_none_policy
-from .rows.reads import row_cold_sequential, row_parallel, row_rss_sparse, row_ttfb, rows_warm
+from .results import Row, merge_none_policy, name_https_rows
+from .rows.reads import row_cold_sequential, row_cpu, row_parallel, row_rss_sparse, row_ttfb, rows_warm
 from .rows.fio import rows_fio
 from .rows.media import rows_media, rows_streaming
 from .rows.listing import rows_ls, rows_many, rows_web
@@ -25,15 +26,24 @@ from .rows.bucket import rows_bucket
 from .rows.mirrors import rows_mirrors
 from .report import machine_info, print_table, write_markdown
 from .chart import write_chart
+from .tls import base_link, is_tls, twin_link
 
 
-GROUPS = ["cold", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many", "web",
-          "library", "bucket", "mirrors"]
-# "stream" uses its own link; "bucket" its own server (moto), which the slow link's nginx does not
-# front; "mirrors" its own three nginx.
-PLAIN_ONLY = {"warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
+GROUPS = ["cold", "cpu", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many",
+          "web", "library", "bucket", "mirrors"]
+# The links --links names: each and its https twin (plain-tls: nginx's TLS and HTTP/2 port).
+LINKS = ("plain", "slow", "plain-tls", "slow-tls")
+# Groups that run with the plain link (and with plain-tls, over https): "stream" on its own link
+# (stream, stream-tls); "bucket" on its own server, moto (bucket, bucket-tls), which the slow link's
+# nginx does not front; "mirrors" on its own three nginx (or their https twins).
+PLAIN_ONLY = {"cpu", "warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
 # A library's first scan is a question for the distant link.
 SLOW_ONLY = {"library"}
+
+
+def runs_on(group, link):
+    base = base_link(link)
+    return not (group in PLAIN_ONLY and base != "plain" or group in SLOW_ONLY and base != "slow")
 
 
 def check_tools(ctx):
@@ -60,7 +70,9 @@ def main():
     parser.add_argument("--fio-runtime", type=int, default=10)
     parser.add_argument("--mirror-rate", default="20m", help="what each of the three mirrors sends per connection, paced by its proxy (96k, 20m)")
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ",".join(GROUPS))
-    parser.add_argument("--links", default="plain,slow")
+    parser.add_argument("--links", default=",".join(LINKS),
+                        help="comma-separated links: " + ",".join(LINKS) + " (an https twin is a link's name with -tls; "
+                        "the stream, bucket and mirror groups follow plain and plain-tls)")
     parser.add_argument("--skip-others", action="store_true", help="RangeFS and the baselines only")
     parser.add_argument("--rangefs-prefetch", choices=["all", "opened", "none"],
                         help="mount RangeFS with this --prefetch in every row (default: each group with --prefetch all, "
@@ -88,6 +100,9 @@ def main():
     for g in groups:
         if g not in GROUPS:
             raise SystemExit(f"bench: unknown group {g!r}; groups: {', '.join(GROUPS)}")
+    for link in links:
+        if link not in LINKS:
+            raise SystemExit(f"bench: unknown link {link!r}; links: {', '.join(LINKS)}")
 
     ctx = Context(args)
 
@@ -107,26 +122,29 @@ def main():
         ensure_web_tree()
         if "library" in groups:
             ensure_library()
+        ctx.tls.make()
         write_manifests(ctx)
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT}; "
-            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {rate_text(args.rate)} per connection)")
+            f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {rate_text(args.rate)} per connection); "
+            f"https twins (TLS, HTTP/2, CA {ctx.tls.ca}): " + ", ".join(ctx.links[l] for l in ctx.links if is_tls(l)))
         measure = {
             "cold": lambda l: row_cold_sequential(ctx, l),
-            "warm": lambda l: rows_warm(ctx),
+            "cpu": lambda l: row_cpu(ctx, l),
+            "warm": lambda l: rows_warm(ctx, l),
             "ttfb": lambda l: row_ttfb(ctx, l),
-            "fio": lambda l: rows_fio(ctx),
+            "fio": lambda l: rows_fio(ctx, l),
             "media": lambda l: rows_media(ctx, l),
             "ls": lambda l: rows_ls(ctx, l),
             "parallel": lambda l: row_parallel(ctx, l),
             "prefetch": lambda l: row_prefetch(ctx, l),
-            "rss": lambda l: row_rss_sparse(ctx),
-            "many": lambda l: rows_many(ctx),
+            "rss": lambda l: row_rss_sparse(ctx, l),
+            "many": lambda l: rows_many(ctx, l),
             "web": lambda l: rows_web(ctx, l),
             "library": lambda l: rows_library(ctx, l),
-            "bucket": lambda l: rows_bucket(ctx),
-            "stream": lambda l: rows_streaming(ctx),
-            "mirrors": lambda l: rows_mirrors(ctx),
+            "bucket": lambda l: rows_bucket(ctx, twin_link("bucket", is_tls(l))),
+            "stream": lambda l: rows_streaming(ctx, twin_link("stream", is_tls(l))),
+            "mirrors": lambda l: rows_mirrors(ctx, l),
         }
         # Each group on each link with RangeFS's defaults first (with the other tools), then at once,
         # unless one policy was asked for, the same group with RangeFS alone and --prefetch none: what
@@ -136,7 +154,7 @@ def main():
             if group not in groups:
                 continue
             for link in links:
-                if group in PLAIN_ONLY and link != "plain" or group in SLOW_ONLY and link != "slow":
+                if not runs_on(group, link):
                     continue
                 for number, policy in enumerate(policies):
                     if group == "prefetch" and policy != "all":
@@ -145,7 +163,7 @@ def main():
                     ctx.policy, ctx.others = policy, number == 0 and not args.skip_others
                     log(f"== {group} ({link}), RangeFS --prefetch {policy}")
                     try:
-                        measured = measure[group](link)
+                        measured = name_https_rows(measure[group](link), link)
                     except Exception as error:      # a bench bug: the other groups' figures still count
                         log(traceback.format_exc())
                         ctx.notes.append(f"The {group} rows ({link}, --prefetch {policy}) failed: "

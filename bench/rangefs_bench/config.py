@@ -49,3 +49,7 @@ MIRROR_PORTS, MIRROR_NGINX_OFFSET = (18490, 18491, 18492), 20
 MIRROR_ROOT = DATA / "mirrors"
 MIRROR_FILE, MIRROR_SIZE, MIRROR_PIECE = "big256.bin", 256 * MiB, 4 * MiB
 MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 13 s
+# The https twins: each plain server's twin (nginx with TLS and HTTP/2, its latency or pacing proxy,
+# each mirror, moto) listens TLS_PORT_OFFSET above it, and its link is named with TLS_SUFFIX
+# ("plain-tls" is the https twin of "plain").
+TLS_PORT_OFFSET, TLS_SUFFIX = 100, "-tls"

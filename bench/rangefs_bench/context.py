@@ -1,6 +1,6 @@
-"""The run's shared state and its mounts: Context (links, files, servers, what is mounted, the
-RangeFS policy of the group being run), Mount and `with mounted(...)`, and finding a mount's
-process and its peak memory."""
+"""The run's shared state and its mounts: Context (links and their https twins, the run's CA,
+files, servers, what is mounted, the RangeFS policy of the group being run), Mount and
+`with mounted(...)`, and finding a mount's process and its peak memory."""
 import os
 import shutil
 import signal
@@ -11,6 +11,7 @@ from pathlib import Path
 from .config import PLAIN_PORT, PROXY_PORT, STREAM_PROXY_PORT
 from .process import BenchError, log, run, stop_server, wait_exit
 from .bucket_server import bucket_mount_command
+from .tls import Certificates, base_link, is_tls, scheme, twin_link, twin_port
 
 
 def mounted_paths():
@@ -60,6 +61,21 @@ def vm_hwm_mib(pid):
     raise BenchError("no VmHWM")
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()     # from field 3 (state) on
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except OSError:
+        return []
+
+
 class Mount:
     def __init__(self, ctx, system, link, mnt, cache, pid, mount_seconds):
         self.ctx, self.system, self.link = ctx, system, link
@@ -80,16 +96,20 @@ class Context:
         self.files = {}
         self.mounts = {}          # mountpoint -> (system, pid)
         self.servers = []         # Popen objects we started
+        self.nginx = None         # the main nginx's Popen (start_servers)
         self.counter = 0
         self.can_drop = None
         self.notes = []
-        self.links = {"plain": f"http://127.0.0.1:{PLAIN_PORT}", "slow": f"http://127.0.0.1:{PROXY_PORT}",
-                      "stream": f"http://127.0.0.1:{STREAM_PROXY_PORT}"}
-        self.logs = {"plain": self.work / "nginx" / "access-plain.log",
-                     "slow": self.work / "nginx" / "access-slow.log",
-                     "stream": self.work / "nginx" / "access-stream.log"}
+        # Each link and its https twin ("plain-tls"): the URL clients use and nginx's access log.
+        self.links, self.logs = {}, {}
+        for base, port in (("plain", PLAIN_PORT), ("slow", PROXY_PORT), ("stream", STREAM_PROXY_PORT)):
+            for tls in (False, True):
+                link = twin_link(base, tls)
+                self.links[link] = f"{scheme(tls)}://127.0.0.1:{twin_port(port, tls)}"
+                self.logs[link] = self.work / "nginx" / f"access-{link}.log"
+        self.tls = Certificates(self.work / "tls")     # made by main once per run
         self.available = {}
-        self.bucket = None        # set by start_bucket: endpoint, python, the big object's sha256
+        self.buckets = {}         # link -> set by start_bucket: endpoint, python, the big object's sha256
         # Set by main for each run of a group: RangeFS's --prefetch, and whether rclone, httpdirfs
         # and aria2c are measured (in the run with the defaults only).
         self.policy = "all"
@@ -99,6 +119,14 @@ class Context:
     # -- helpers
     def url(self, link, rel):
         return f"{self.links[link]}/{rel}"
+
+    def curl(self, link):
+        """curl and the options every fetch of `link` takes: the run's CA for an https link."""
+        return ["curl", "-sS", "--fail"] + (["--cacert", str(self.tls.ca)] if is_tls(link) else [])
+
+    def nginx_cpu_seconds(self):
+        """CPU seconds the main nginx's workers have used."""
+        return sum(cpu_seconds(pid) for pid in child_pids(self.nginx.pid)) if self.nginx else 0.0
 
     def size(self, rel):
         return self.files[rel]["size"]
@@ -136,7 +164,8 @@ class Context:
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
         httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
         link "bucket" mounts the S3 bucket that start_bucket put on moto's server. `directory`
-        ("library/") mounts that directory of the web tree instead of its root."""
+        ("library/") mounts that directory of the web tree instead of its root. On an https link
+        ("plain-tls", "bucket-tls") each system trusts the run's CA by its own option."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
@@ -148,19 +177,19 @@ class Context:
         if system == "rangefs":
             # The group run's policy (see main), unless the row is about one policy (the prefetcher's).
             prefetch = prefetch or self.policy
-        if link == "bucket":
-            cmd, env = bucket_mount_command(self, system, mnt, cache, prefetch)
+        trust = self.trust_options(system) if is_tls(link) else []
+        if base_link(link) == "bucket":
+            cmd, env = bucket_mount_command(self, system, link, mnt, cache, prefetch)
         elif system == "rangefs":
             source = str(source) if source else web if listing else str(self.manifest(link, manifest))
-            cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch]
+            cmd = [self.rangefs, "mount", source, str(mnt), "--cache-dir", str(cache), "--prefetch", prefetch] + trust
         elif system == "rclone":
             cmd = ["rclone", "mount", ":http:", str(mnt), "--http-url", web,
                    "--config", str(self.work / "rclone.conf"), "--read-only",
                    "--vfs-cache-mode", "full", "--cache-dir", str(cache),
-                   "--daemon", "--log-file", str(cache / "rclone.log"), "--log-level", "NOTICE"]
+                   "--daemon", "--log-file", str(cache / "rclone.log"), "--log-level", "NOTICE"] + trust
         else:
-            cmd = ["httpdirfs", "--cache", "--cache-location", str(cache), "--no-range-check",
-                   web, str(mnt)]
+            cmd = ["httpdirfs", "--cache", "--cache-location", str(cache), "--no-range-check"] + trust + [web, str(mnt)]
         self.mounts[str(mnt)] = (system, None)
         # Output to a file, not a pipe: a daemon that keeps our pipe open would hang us.
         output = cache.parent / (cache.name + ".mount.log")
@@ -179,6 +208,12 @@ class Context:
             time.sleep(0.05)
         self.mounts[str(mnt)] = (system, pid)
         return Mount(self, system, link, mnt, cache, pid, seconds)
+
+    def trust_options(self, system):
+        """How each system is told to trust the run's CA (and only through its own option: the
+        system's trust store is left alone)."""
+        option = {"rangefs": "--ca-file", "rclone": "--ca-cert", "httpdirfs": "--cacert"}[system]
+        return [option, str(self.tls.ca)]
 
     def unmount(self, mnt, system, pid):
         mnt = str(mnt)

@@ -182,7 +182,8 @@ def write_manifests(ctx):
     for link, base in ctx.links.items():
         main = [rel for rel in ctx.files]
         collection = [rel for rel in ctx.files if rel.startswith(("media/", "small/"))]
-        for name, rels in (("main", main), ("collection", collection)):
+        # "big": the 512 MiB file alone, for rows where other files' prefetching would blur the figure.
+        for name, rels in (("main", main), ("collection", collection), ("big", [BIG])):
             ctx.manifest(link, name).write_text("".join(f"{rel}\t{base}/{rel}\n" for rel in rels))
         many = [f"many/flat/f{i:05d}.bin" for i in range(MANY_FLAT)]
         many += [f"many/d{d:03d}/f{j:03d}.bin" for d in range(MANY_DIRS) for j in range(MANY_PER_DIR)]

@@ -6,9 +6,11 @@ import json
 import os
 import random
 import re
+import shlex
 import sqlite3
 import threading
 import time
+import urllib.parse
 
 from .config import SYSTEMS, WWW
 from .process import BenchError, run, timed
@@ -32,15 +34,16 @@ def verify(ctx, path, rel, timeout=600):
 
 
 def curl_seconds(ctx, link, rel, timeout=600):
-    seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}",
-                             ctx.url(link, rel)], timeout)
+    seconds, result = timed(ctx.curl(link) + ["-o", "/dev/null", "-w", "%{size_download}", ctx.url(link, rel)],
+                            timeout)
     if int(float(result.stdout.strip() or 0)) != ctx.size(rel):
         raise BenchError(f"curl fetched {result.stdout} bytes of {rel}")
     return seconds
 
 
 def curl_verify(ctx, link, rel, timeout=600):
-    out = run(f"curl -sS --fail '{ctx.url(link, rel)}' | openssl dgst -sha256 -r", timeout, shell=True).stdout
+    out = run(f"{shlex.join(ctx.curl(link))} '{ctx.url(link, rel)}' | openssl dgst -sha256 -r", timeout,
+              shell=True).stdout
     if out.split()[0] != ctx.files[rel]["sha256"]:
         raise BenchError(f"curl of {rel} returned wrong bytes")
 
@@ -125,13 +128,17 @@ def fio_with_fallback(path, bs, **kw):
         return fio(path, bs, direct=0, **kw), 0
 
 
-def http_random_reads(url, size, bs, seconds):
+def http_random_reads(url, size, bs, seconds, tls_context=None):
     """The link's figure for random reads: one keep-alive connection, one Range GET of
-    `bs` bytes at a random aligned offset at a time (what a psync job asks for)."""
-    host, _, rest = url[len("http://"):].partition("/")
-    h, _, p = host.partition(":")
+    `bs` bytes at a random aligned offset at a time (what a psync job asks for). An https URL
+    is fetched with `tls_context` (HTTP/1.1: Python's client speaks no HTTP/2)."""
+    parsed = urllib.parse.urlsplit(url)
     rng = random.Random(42)
-    conn = http.client.HTTPConnection(h, int(p), timeout=30)
+    if parsed.scheme == "https":
+        conn = http.client.HTTPSConnection(parsed.hostname, parsed.port, timeout=30, context=tls_context)
+    else:
+        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+    rest = parsed.path.lstrip("/")
     count = 0
     deadline = time.perf_counter() + seconds
     start = time.perf_counter()

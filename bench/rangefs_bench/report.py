@@ -1,15 +1,17 @@
-"""The results for people: the table printed at the end, the machine and tool versions, and
-docs/benchmarks.md (its generated part; what is below KEPT_MARKER is kept)."""
+"""The results for people: the table printed at the end (each https row beside its http twin,
+with RangeFS's https ÷ http), the machine and tool versions, and docs/benchmarks.md (its
+generated part; what is below KEPT_MARKER is kept)."""
 import os
 import time
 
 from .config import (
     BUCKET, BUCKET_BIG_SIZE, BUCKET_WIDE, DOCS, MiB, PLAIN_PORT, PROXY_PORT, ROOT, S3_PORT, SLOW_PORT,
-    STREAM_PORT, STREAM_PROXY_PORT, WEB_WIDE
+    STREAM_PORT, STREAM_PROXY_PORT, TLS_PORT_OFFSET, WEB_WIDE
 )
 from .process import BenchError, run
 from .servers import rate_text
-from .results import BACKGROUND_COST_LIMIT, NONE_KEY, OPTIONAL_TOOLS, OTHER_TOOLS, fmt
+from .results import BACKGROUND_COST_LIMIT, NONE_KEY, OPTIONAL_TOOLS, OTHER_TOOLS, fmt, http_twin_id, https_ratio
+from .tls import base_link, is_tls
 
 
 COLUMNS = ("rangefs", "baseline", "ratio", "target", "rclone", "httpdirfs")
@@ -19,8 +21,30 @@ def optional_tools(rows):
     return [tool for tool in OPTIONAL_TOOLS if any(tool in row.values for row in rows)]
 
 
-def table_cells(row):
+def beside_twins(rows):
+    """The rows in their order, each https row moved to just after its http twin (if measured)."""
+    twins = {http_twin_id(row): row for row in rows if http_twin_id(row)}
+    ids = {row.rid for row in rows}
+    ordered = []
+    for row in rows:
+        if http_twin_id(row) in ids:
+            continue        # placed after its twin
+        ordered.append(row)
+        if row.rid in twins:
+            ordered.append(twins[row.rid])
+    return ordered
+
+
+def https_column(rows):
+    """The https ÷ http column, when some https row has its http twin in the run."""
+    ids = {row.rid for row in rows}
+    return any(http_twin_id(row) in ids for row in rows)
+
+
+def table_cells(row, by_id=None):
     cells = {}
+    ratio = https_ratio(row, by_id or {})
+    cells["https"] = f"{ratio:.2f}×" if ratio is not None else ""
     for key in ("rangefs", NONE_KEY, "baseline") + OTHER_TOOLS:
         value = row.values.get(key)
         cells[key] = "n/a" if isinstance(value, str) else fmt(value)
@@ -41,14 +65,18 @@ def policy_columns(rows):
 
 
 def print_table(rows):
+    rows = beside_twins(rows)
+    by_id = {row.rid: row for row in rows}
     extra = optional_tools(rows)
     both = policy_columns(rows)
-    header = (["row", "unit", "RangeFS"] + (["none", "cost"] if both else [])
+    https = https_column(rows)
+    header = (["row", "unit", "RangeFS"] + (["none", "cost"] if both else []) + (["https÷http"] if https else [])
               + ["baseline", "ratio", "target", "rclone", "httpdirfs"] + extra)
     lines = [header]
     for row in rows:
-        c = table_cells(row)
+        c = table_cells(row, by_id)
         lines.append([row.label, row.unit, c["rangefs"]] + ([c[NONE_KEY], c["cost"]] if both else [])
+                     + ([c["https"]] if https else [])
                      + [c["baseline"], c["ratio"], c["target"], c["rclone"], c["httpdirfs"]]
                      + [c[tool] for tool in extra])
     widths = [max(len(l[i]) for l in lines) for i in range(len(header))]
@@ -99,12 +127,12 @@ def machine_info(ctx):
         "sox": tool_version(["sox", "--version"]),
         "mpg123": tool_version(["mpg123", "--version"]),
         "libfuse": tool_version(["fusermount3", "--version"]),
-        **(bucket_versions(ctx) if ctx.bucket else {}),
+        **(bucket_versions(ctx) if ctx.buckets else {}),
     }
 
 
 def bucket_versions(ctx):
-    python = ctx.bucket["python"]
+    python = next(iter(ctx.buckets.values()))["python"]
     modules = run([python, "-c", "import boto3, moto; print(f'moto {moto.__version__}, boto3 {boto3.__version__}')"],
                   60, check=False).stdout.strip() or "?"
     return {"moto, boto3": modules, "aws": tool_version(["aws", "--version"])}
@@ -141,7 +169,21 @@ def write_markdown(ctx, rows, info, elapsed):
               "(`--s3-provider Other --s3-env-auth=false` with empty keys, `--vfs-cache-mode full`), `aws s3 "
               "--no-sign-request` and boto3 unsigned. moto closes every connection and reads a whole object "
               "for each ranged GET: the figures are ratios to clients of the same server, not S3's speed."]
-             if any(row.link == "bucket" for row in rows) else []),
+             if any(base_link(row.link) == "bucket" for row in rows) else []),
+           *([f"- **https twins** (`-tls`): every link above has one, made by the run itself: a throwaway CA and a "
+              "leaf certificate for IP 127.0.0.1 (`openssl`, in the work directory), nginx listening with `ssl http2` "
+              f"{TLS_PORT_OFFSET} ports above each plain port (plain-tls on 127.0.0.1:{PLAIN_PORT + TLS_PORT_OFFSET}; "
+              "the slow and stream twins are their latency proxies in front of nginx's TLS ports: TLS passes through "
+              "them), each mirror's twin likewise, and moto serving TLS for the bucket's (HTTP/1.1: moto speaks no "
+              "HTTP/2). Each client trusts that CA by its own option: `rangefs mount --ca-file`, `rclone --ca-cert`, "
+              "`httpdirfs --cacert`, `curl --cacert`, `aria2c --ca-certificate`, `aws --ca-bundle`, boto3's `verify`, "
+              "`ffprobe -ca_file -tls_verify 1`, mpg123 through curl with `CURL_CA_BUNDLE`. Python's client of the "
+              "fio baseline speaks HTTP/1.1 over TLS. The proxies pace each connection, and an HTTP/2 client "
+              "multiplexes its transfers onto one: on slow-tls several transfers share one connection's rate. "
+              "**https÷http** is RangeFS's figure (its defaults) on the https "
+              "row ÷ the same on its http twin, the row above it; the CPU rows give each system's and curl's CPU "
+              "seconds for the same cold read over both."]
+             if any(is_tls(row.link) for row in rows) else []),
            (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "
             "in every row (`--rangefs-prefetch`)." if getattr(a, "rangefs_prefetch", None) else
             "- RangeFS runs with its defaults in every row (256 KiB blocks, --max-downloads 3, `--prefetch all`: "
@@ -167,17 +209,22 @@ def write_markdown(ctx, rows, info, elapsed):
            "figure that varies between runs.", ""]
     if ctx.notes:
         out += ["- " + n for n in ctx.notes] + [""]
+    rows = beside_twins(rows)
+    by_id = {row.rid: row for row in rows}
     extra = optional_tools(rows)
     both = policy_columns(rows)
+    https = https_column(rows)
     out += ["## Results", "",
-            "| row | unit | RangeFS | " + ("none | cost | " if both else "") + "baseline | ratio | target | rclone | "
-            "httpdirfs | " + "".join(f"{tool} | " for tool in extra) + "baseline is |",
-            "| --- | --- | ---: | " + ("---: | ---: | " if both else "") + "---: | ---: | --- | ---: | ---: | "
-            + "---: | " * len(extra) + "--- |"]
+            "| row | unit | RangeFS | " + ("none | cost | " if both else "") + ("https÷http | " if https else "")
+            + "baseline | ratio | target | rclone | httpdirfs | " + "".join(f"{tool} | " for tool in extra)
+            + "baseline is |",
+            "| --- | --- | ---: | " + ("---: | ---: | " if both else "") + ("---: | " if https else "")
+            + "---: | ---: | --- | ---: | ---: | " + "---: | " * len(extra) + "--- |"]
     for row in rows:
-        c = table_cells(row)
+        c = table_cells(row, by_id)
         out.append(f"| {md_escape(row.label.strip())} | {row.unit} | {c['rangefs']} | "
                    + (f"{c[NONE_KEY]} | {c['cost']} | " if both else "")
+                   + (f"{c['https']} | " if https else "")
                    + f"{c['baseline']} | {c['ratio']} | {c['target']} | {c['rclone']} | {c['httpdirfs']} | "
                    + "".join(f"{c[tool]} | " for tool in extra) + f"{md_escape(row.baseline_label)} |")
     out += ["", "Ratio is RangeFS (its defaults) ÷ baseline. ✓/✗: the issue's target met or missed in this run.", ""]
@@ -217,6 +264,7 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --repeats 5     # more repeats",
             "bench/run.sh --only cold,ttfb --skip-others   # a subset, RangeFS and the baselines only",
             "bench/run.sh --rangefs-prefetch none          # RangeFS with that --prefetch only",
+            "bench/run.sh --links plain,plain-tls          # loopback and its https twin only",
             "```", "",
             "It installs fio, sox, rclone, httpdirfs, awscli, aria2, python3-mutagen and python3-matplotlib with apt (plus the "
             "project's own dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once "

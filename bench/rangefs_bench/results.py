@@ -1,7 +1,9 @@
 """What a run measures: Row (one line of the table, a value per system, its baseline and target),
-the merge of the --prefetch none figures beside the defaults', number formatting, and
-measure_cell, which turns a failed measurement into "n/a: reason"."""
+the merge of the --prefetch none figures beside the defaults', the https rows' names and their
+http twins, number formatting, and measure_cell, which turns a failed measurement into "n/a: reason"."""
+from .config import TLS_SUFFIX
 from .process import BenchError, log, recording_samples
+from .tls import is_tls
 
 
 # The RangeFS figures of a group's run with --prefetch none go beside those of its run with the
@@ -106,6 +108,34 @@ def merge_none_policy(rows, second):
         seen = other.note[len(other.base_note):].strip() if other.note.startswith(other.base_note) else other.note
         if seen:
             row.note += f" With --prefetch none: {seen}"
+
+
+def name_https_rows(rows, link):
+    """The rows a group measured on an https link, named apart from their http twins: an id that
+    does not name the link yet ends in TLS_SUFFIX ("warm-hot-tls"; "cold-seq-plain-tls" already
+    does), and its label says https."""
+    if not is_tls(link):
+        return rows
+    for row in rows:
+        if not row.rid.endswith(TLS_SUFFIX):
+            row.rid += TLS_SUFFIX
+            row.label += " (https)"
+    return rows
+
+
+def http_twin_id(row):
+    """The id of an https row's http twin, or None for an http row."""
+    return row.rid[:-len(TLS_SUFFIX)] if is_tls(row.link) and row.rid.endswith(TLS_SUFFIX) else None
+
+
+def https_ratio(row, by_id):
+    """RangeFS's figure (its defaults) over https ÷ the same over http, for an https row whose
+    twin was measured; None otherwise."""
+    twin = by_id.get(http_twin_id(row))
+    a, b = row.values.get("rangefs"), twin.values.get("rangefs") if twin else None
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0:
+        return a / b
+    return None
 
 
 def fmt(value, unit=""):

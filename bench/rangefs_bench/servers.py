@@ -1,6 +1,6 @@
 """The HTTP servers on loopback: nginx with its plain, slow and stream ports and their latency
-proxies, the three mirrors' nginx, the list of server pids run.sh stops, and LogMark, which
-counts what nginx sent from its access log."""
+proxies, each with an https twin (TLS and HTTP/2, TLS_PORT_OFFSET above it), the mirrors' nginx,
+the list of server pids run.sh stops, and LogMark, which counts what nginx sent from its access log."""
 import os
 import subprocess
 import sys
@@ -10,6 +10,7 @@ from .config import (
     BENCH, MIRROR_NGINX_OFFSET, MIRROR_PORTS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, STREAM_PORT, STREAM_PROXY_PORT, WWW
 )
 from .process import BenchError, stop_server
+from .tls import check_http2, scheme, twin_link, twin_port
 
 
 def port_open(port):
@@ -30,8 +31,29 @@ def wait_port(port, proc, what, timeout=20):
     raise BenchError(f"{what} did not listen on {port}")
 
 
+# Each access log line: method, path, status, body bytes sent, Range, the protocol (HTTP/1.1,
+# HTTP/2.0) and the connection's serial number (requests an HTTP/2 client multiplexed share one).
+LOG_FORMAT = ("log_format bench "
+              "'$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$server_protocol\\t$connection';")
+
+
+def tls_settings(ctx):
+    """nginx's http-level TLS settings, which its `listen ... ssl http2` servers use: the run's
+    leaf certificate and a session cache, as a web server on the internet would keep."""
+    return (f"ssl_certificate {ctx.tls.cert};\n    ssl_certificate_key {ctx.tls.key};\n"
+            "    ssl_session_cache shared:bench:1m;")
+
+
+def listen(port, tls):
+    return f"listen 127.0.0.1:{port}" + (" ssl http2;" if tls else ";")
+
+
 def start_servers(ctx):
-    for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT, STREAM_PORT, STREAM_PROXY_PORT):
+    """nginx on the plain, slow and stream ports and their https twins, and the latency proxies in
+    front of the slow and stream ports and of their twins (TCP proxies: TLS passes through them)."""
+    ports = [twin_port(port, tls) for port in (PLAIN_PORT, SLOW_PORT, PROXY_PORT, STREAM_PORT, STREAM_PROXY_PORT)
+             for tls in (False, True)]
+    for port in ports:
         if port_open(port):
             raise BenchError(f"something already listens on 127.0.0.1:{port}")
     ngx = ctx.work / "nginx"
@@ -39,12 +61,15 @@ def start_servers(ctx):
     user = "user root;" if os.getuid() == 0 else ""
     server = """
     server {{
-        listen 127.0.0.1:{port};
+        {listen}
         root {root};
         autoindex on;
-        {extra}
         access_log {log} bench;
     }}"""
+    servers = "".join(server.format(listen=listen(twin_port(port, tls), tls), root=WWW,
+                                    log=ctx.logs[twin_link(link, tls)])
+                      for link, port in (("plain", PLAIN_PORT), ("slow", SLOW_PORT), ("stream", STREAM_PORT))
+                      for tls in (False, True))
     conf = f"""daemon off;
 worker_processes 1;
 {user}
@@ -58,15 +83,14 @@ http {{
     tcp_nopush on;
     keepalive_requests 1000000;
     keepalive_timeout 120s;
-    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    {LOG_FORMAT}
+    {tls_settings(ctx)}
     client_body_temp_path {ngx}/tmp/body;
     proxy_temp_path {ngx}/tmp/proxy;
     fastcgi_temp_path {ngx}/tmp/fastcgi;
     uwsgi_temp_path {ngx}/tmp/uwsgi;
     scgi_temp_path {ngx}/tmp/scgi;
-{server.format(port=PLAIN_PORT, root=WWW, extra="", log=ctx.logs["plain"])}
-{server.format(port=SLOW_PORT, root=WWW, extra="", log=ctx.logs["slow"])}
-{server.format(port=STREAM_PORT, root=WWW, extra="", log=ctx.logs["stream"])}
+{servers}
 }}
 """
     (ngx / "nginx.conf").write_text(conf)
@@ -74,21 +98,30 @@ http {{
                               "-e", str(ngx / "error.log")], start_new_session=True,
                              stdin=subprocess.DEVNULL)
     ctx.servers.append(nginx)
-    wait_port(PLAIN_PORT, nginx, "nginx")
-    wait_port(SLOW_PORT, nginx, "nginx")
-    wait_port(STREAM_PORT, nginx, "nginx")
+    ctx.nginx = nginx
+    for port in (PLAIN_PORT, SLOW_PORT, STREAM_PORT):
+        for tls in (False, True):
+            wait_port(twin_port(port, tls), nginx, "nginx")
     # The proxies limit each connection (nginx's limit_rate would let every request's first
     # second through at once, which short requests on one connection turn into far more).
-    for listen, upstream, rate in ((PROXY_PORT, SLOW_PORT, ctx.args.rate),
-                                   (STREAM_PROXY_PORT, STREAM_PORT, ctx.args.stream_rate)):
-        proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
-                                  "--listen", f"127.0.0.1:{listen}", "--upstream", f"127.0.0.1:{upstream}",
-                                  "--rtt-ms", str(ctx.args.rtt_ms), "--rate", str(rate_bytes(rate))],
-                                 start_new_session=True,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        ctx.servers.append(proxy)
-        wait_port(listen, proxy, "latency proxy")
+    for proxy_port, upstream, rate in ((PROXY_PORT, SLOW_PORT, ctx.args.rate),
+                                       (STREAM_PROXY_PORT, STREAM_PORT, ctx.args.stream_rate)):
+        for tls in (False, True):
+            proxy = start_proxy(twin_port(proxy_port, tls), twin_port(upstream, tls), ctx.args.rtt_ms, rate)
+            ctx.servers.append(proxy)
+            wait_port(twin_port(proxy_port, tls), proxy, "latency proxy")
     write_server_pids(ctx)
+    for link in ("plain", "slow", "stream"):
+        check_http2(ctx, ctx.links[twin_link(link, True)] + "/")
+
+
+def start_proxy(port, upstream, rtt_ms, rate):
+    """bench/latency_proxy.py on `port` in front of `upstream`: `rtt_ms` of round trip added,
+    each connection's replies paced at `rate` (nginx units)."""
+    return subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
+                             "--listen", f"127.0.0.1:{port}", "--upstream", f"127.0.0.1:{upstream}",
+                             "--rtt-ms", str(rtt_ms), "--rate", str(rate_bytes(rate))],
+                            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def rate_bytes(text):
@@ -167,12 +200,14 @@ class MirrorServer:
     the slow link's does: nginx's limit_rate would let each request's first second through at
     once), so that it can be stopped alone (a mirror that goes away mid-read) and its access
     log counts what it served. Clients connect to the proxy on MIRROR_PORTS[index]; nginx
-    listens MIRROR_NGINX_OFFSET above it."""
+    listens MIRROR_NGINX_OFFSET above it. With `tls` it is that mirror's https twin (TLS and
+    HTTP/2, TLS_PORT_OFFSET above)."""
 
-    def __init__(self, ctx, index, root):
-        self.ctx, self.index, self.port = ctx, index, MIRROR_PORTS[index]
+    def __init__(self, ctx, index, root, tls=False):
+        self.ctx, self.index, self.tls = ctx, index, tls
+        self.port = twin_port(MIRROR_PORTS[index], tls)
         self.nginx_port = self.port + MIRROR_NGINX_OFFSET
-        self.dir = ctx.work / "mirrors" / f"m{index + 1}"
+        self.dir = ctx.work / "mirrors" / twin_link(f"m{index + 1}", tls)
         self.log = self.dir / "access.log"
         self.proc = None
         self.proxy = None
@@ -189,14 +224,15 @@ http {{
     sendfile on;
     keepalive_requests 1000000;
     keepalive_timeout 120s;
-    log_format bench '$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range';
+    {LOG_FORMAT}
+    {tls_settings(ctx) if tls else ""}
     client_body_temp_path {self.dir}/tmp/body;
     proxy_temp_path {self.dir}/tmp/proxy;
     fastcgi_temp_path {self.dir}/tmp/fastcgi;
     uwsgi_temp_path {self.dir}/tmp/uwsgi;
     scgi_temp_path {self.dir}/tmp/scgi;
     server {{
-        listen 127.0.0.1:{self.nginx_port};
+        {listen(self.nginx_port, tls)}
         root {root};
         access_log {self.log} bench;
     }}
@@ -208,7 +244,7 @@ http {{
         return f"mirror {self.index + 1}"
 
     def url(self, rel):
-        return f"http://127.0.0.1:{self.port}/{rel}"
+        return f"{scheme(self.tls)}://127.0.0.1:{self.port}/{rel}"
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -223,14 +259,12 @@ http {{
         self.ctx.servers.append(self.proc)
         write_server_pids(self.ctx)
         wait_port(self.nginx_port, self.proc, f"nginx of {self.name}")
-        self.proxy = subprocess.Popen([sys.executable, str(BENCH / "latency_proxy.py"),
-                                       "--listen", f"127.0.0.1:{self.port}",
-                                       "--upstream", f"127.0.0.1:{self.nginx_port}",
-                                       "--rtt-ms", "0", "--rate", str(rate_bytes(self.ctx.args.mirror_rate))],
-                                      start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.proxy = start_proxy(self.port, self.nginx_port, 0, self.ctx.args.mirror_rate)
         self.ctx.servers.append(self.proxy)
         write_server_pids(self.ctx)
         wait_port(self.port, self.proxy, f"proxy of {self.name}")
+        if self.tls:
+            check_http2(self.ctx, self.url(""))
 
     def stop(self):
         """The proxy goes first (its open connections close, new ones are refused), then nginx

@@ -1,6 +1,7 @@
 """The bucket rows (group bucket): an S3 bucket on moto's server mounted by its s3:// URL, against
-boto3 and the AWS CLI on the same server."""
+boto3 and the AWS CLI on the same server; over https on "bucket-tls" (moto serving TLS)."""
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -11,40 +12,45 @@ from ..data import sha256_file
 from ..bucket_server import MotoMark, request_text, s3_client, start_bucket
 from ..results import Row, failed_cells, measure_cell
 from ..primitives import read_all, systems
+from ..tls import is_tls
 
 
-def rows_bucket(ctx):
-    """An S3 bucket on moto's server, mounted by its s3:// URL (RangeFS) or rclone's S3 backend,
-    against boto3 and the AWS CLI on the same server in the same run."""
+def rows_bucket(ctx, link):
+    """An S3 bucket on `link`'s moto server ("bucket" or "bucket-tls"), mounted by its s3:// URL
+    (RangeFS) or rclone's S3 backend, against boto3 and the AWS CLI on the same server in the same run."""
     n, size = ctx.args.repeats, BUCKET_BIG_SIZE
     ls_row = Row("bucket-ls", f"S3 bucket: mount, then ls -la of a {WEB_WIDE:,}-object prefix", "ms", "lower",
-                 "boto3: one ListObjectsV2 of that prefix", "bucket",
+                 "boto3: one ListObjectsV2 of that prefix", link,
                  note="moto's S3 server on loopback (a Python server that closes every connection). From the "
                       "start of the mount command to the end of ls -la, cache empty; every "
                       "client unsigned (the objects are public-read). The baseline times the call alone, "
                       "its client made before.")
     again = Row("bucket-ls-again", "S3 bucket: the same after a remount on the same cache", "ms", "lower",
-                "boto3: one ListObjectsV2 of that prefix", "bucket")
+                "boto3: one ListObjectsV2 of that prefix", link)
     aws = shutil.which("aws")
     read = Row("bucket-read", f"S3 bucket: cold sequential read of a {size // MiB} MiB object", "MB/s", "higher",
-               "aws s3 cp to tmpfs" if aws else "boto3 download_file to tmpfs", "bucket",
+               "aws s3 cp to tmpfs" if aws else "boto3 download_file to tmpfs", link,
                note="Fresh mount and empty cache per repeat (mount time not counted), dd bs=1M to /dev/null, "
                     "then the object's sha256 read through the same mount. The multipart object was put with "
                     "boto3's upload_file (ETag of 32 parts).")
     rows = [ls_row, again, read]
     try:
-        start_bucket(ctx)
+        start_bucket(ctx, link)
     except BenchError as error:
         for row in rows:
             for key in ("baseline",) + SYSTEMS:
                 row.values[key] = f"n/a: {error}"
         log(f"  bucket n/a: {error}")
         return rows
-    endpoint = ctx.bucket["endpoint"]
+    bucket = ctx.buckets[link]
+    endpoint = bucket["endpoint"]
+    # The AWS CLI trusts the run's CA by --ca-bundle (its own option, not the environment).
+    aws_options = ["--endpoint-url", endpoint, "--no-sign-request"] + (["--ca-bundle", str(ctx.tls.ca)]
+                                                                      if is_tls(link) else [])
     expected = {p.name: p.stat().st_size for p in (WWW / "web" / "wide").iterdir()}
 
     def baseline_ls():
-        seconds = s3_client(ctx, "list", "--prefix", BUCKET_WIDE + "/", "--expect", str(WEB_WIDE),
+        seconds = s3_client(ctx, link, "list", "--prefix", BUCKET_WIDE + "/", "--expect", str(WEB_WIDE),
                             "--repeats", str(n))["seconds"]
         log(f"  bucket-ls [baseline] repeats: {', '.join(f'{s * 1000:.0f}' for s in seconds)} ms")
         return median(seconds) * 1000
@@ -55,8 +61,7 @@ def rows_bucket(ctx):
         def aws_ls():
             times = []
             for _ in range(n):
-                seconds, result = timed([aws, "s3", "ls", f"s3://{BUCKET}/{BUCKET_WIDE}/", "--endpoint-url", endpoint,
-                                         "--no-sign-request"], 120)
+                seconds, result = timed([aws, "s3", "ls", f"s3://{BUCKET}/{BUCKET_WIDE}/"] + aws_options, 120)
                 if len(result.stdout.splitlines()) != WEB_WIDE:
                     raise BenchError(f"aws s3 ls listed {len(result.stdout.splitlines())} objects")
                 times.append(seconds)
@@ -83,12 +88,12 @@ def rows_bucket(ctx):
             t_cold, t_again, sent, sent_again = [], [], [], []
             for _ in range(n):
                 cache = ctx.new_dir("cache", f"{name}-bucket")
-                mark = MotoMark(ctx)
-                with mounted(ctx, name, "bucket", cache=cache, keep_cache=True) as m:
+                mark = MotoMark(ctx, link)
+                with mounted(ctx, name, link, cache=cache, keep_cache=True) as m:
                     t_cold.append(m.mount_seconds + ls_wide(m))
                     sent.append(mark.requests())
-                mark = MotoMark(ctx)
-                with mounted(ctx, name, "bucket", cache=cache) as m:
+                mark = MotoMark(ctx, link)
+                with mounted(ctx, name, link, cache=cache) as m:
                     t_again.append(m.mount_seconds + ls_wide(m))
                     sent_again.append(mark.requests())
             ls_row.values[name], again.values[name] = median(t_cold) * 1000, median(t_again) * 1000
@@ -106,7 +111,7 @@ def rows_bucket(ctx):
         try:
             if not target.exists():
                 raise BenchError(f"no copy of {BUCKET_BIG} was written")
-            if target.stat().st_size != size or sha256_file(target) != ctx.bucket["sha256"]:
+            if target.stat().st_size != size or sha256_file(target) != bucket["sha256"]:
                 raise BenchError(f"WRONG BYTES: the copy of {BUCKET_BIG} differs from the original")
         finally:
             target.unlink(missing_ok=True)
@@ -115,8 +120,8 @@ def rows_bucket(ctx):
         times = []
         try:
             for _ in range(n):
-                seconds, _ = timed([aws, "s3", "cp", f"s3://{BUCKET}/{BUCKET_BIG}", str(target), "--endpoint-url",
-                                    endpoint, "--no-sign-request", "--only-show-errors"], 600)
+                seconds, _ = timed([aws, "s3", "cp", f"s3://{BUCKET}/{BUCKET_BIG}", str(target), *aws_options,
+                                    "--only-show-errors"], 600)
                 check_copy()
                 times.append(seconds)
         finally:
@@ -126,7 +131,7 @@ def rows_bucket(ctx):
 
     def boto3_download():
         try:
-            seconds = s3_client(ctx, "download", "--key", BUCKET_BIG, "--out", str(target),
+            seconds = s3_client(ctx, link, "download", "--key", BUCKET_BIG, "--out", str(target),
                                 "--repeats", str(n))["seconds"]
             check_copy()
         finally:
@@ -139,12 +144,12 @@ def rows_bucket(ctx):
         url = f"{endpoint}/{BUCKET}/{BUCKET_BIG}"
         times = []
         for _ in range(n):
-            seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}", url], 600)
+            seconds, result = timed(ctx.curl(link) + ["-o", "/dev/null", "-w", "%{size_download}", url], 600)
             if int(float(result.stdout.strip() or 0)) != size:
                 raise BenchError(f"curl fetched {result.stdout} bytes")
             times.append(seconds)
-        digest = run(f"curl -sS --fail '{url}' | openssl dgst -sha256 -r", 600, shell=True).stdout.split()[0]
-        if digest != ctx.bucket["sha256"]:
+        digest = run(f"{shlex.join(ctx.curl(link))} '{url}' | openssl dgst -sha256 -r", 600, shell=True).stdout.split()[0]
+        if digest != bucket["sha256"]:
             raise BenchError("curl returned wrong bytes")
         log(f"  bucket-read [curl, one GET] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s")
         return size / median(times) / 1e6
@@ -167,11 +172,11 @@ def rows_bucket(ctx):
         def measure():
             times, sent = [], []
             for _ in range(n):
-                with mounted(ctx, name, "bucket") as m:
-                    mark = MotoMark(ctx)
+                with mounted(ctx, name, link) as m:
+                    mark = MotoMark(ctx, link)
                     times.append(read_all(m.path(BUCKET_BIG), size))
                     sent.append(mark.requests())
-                    if sha256_file(m.path(BUCKET_BIG)) != ctx.bucket["sha256"]:
+                    if sha256_file(m.path(BUCKET_BIG)) != bucket["sha256"]:
                         raise BenchError(f"WRONG BYTES: sha256 of {BUCKET_BIG} through the mount differs")
             log(f"  bucket-read [{name}] repeats: {', '.join(f'{size / t / 1e6:.0f}' for t in times)} MB/s; "
                 f"requests {sent}")

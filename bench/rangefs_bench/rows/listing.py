@@ -27,7 +27,7 @@ def rows_ls(ctx, link):
     urls = [ctx.url(link, f"small/f{i:03d}.bin") for i in range(100)]
 
     def baseline_cold():
-        return median([timed(["curl", "-sS", "--fail", "-I"] + urls, 120)[0] for _ in range(n)]) * 1000
+        return median([timed(ctx.curl(link) + ["-I"] + urls, 120)[0] for _ in range(n)]) * 1000
 
     def baseline_warm():
         return median([timed(["ls", "-la", str(WWW / "small")], 60)[0] for _ in range(n)]) * 1000
@@ -56,29 +56,29 @@ def rows_ls(ctx, link):
     return [cold, warm]
 
 
-def rows_many(ctx):
-    mount_row = Row("many-mount", "100,000-entry manifest: mount time", "s", "lower", "target", "plain",
+def rows_many(ctx, link):
+    mount_row = Row("many-mount", "100,000-entry manifest: mount time", "s", "lower", "target", link,
                     ("abs<=", 2.0), "≤ 2 s",
                     note="RangeFS: `rangefs mount` of the manifest until mounted; rclone and "
                          "httpdirfs mount the same tree from nginx's autoindex listings.")
     ls_row = Row("many-ls", f"100,000 entries: ls (names) of its largest directory ({MANY_FLAT:,} files)", "ms",
-                 "lower", "ls of the local directory", "plain")
+                 "lower", "ls of the local directory", link)
     lsl_row = Row("many-lsl", "100,000 entries: ls -l of a 100-file directory, cold", "ms", "lower",
-                  "curl -I of the 100 URLs (one process)", "plain")
+                  "curl -I of the 100 URLs (one process)", link)
     rss_row = Row("many-rss", "100,000 entries: peak RSS after those listings", "MiB", "lower", "target",
-                  "plain", ("abs<=", 64), "≤ 64 MiB")
+                  link, ("abs<=", 64), "≤ 64 MiB")
     rows = [mount_row, ls_row, lsl_row, rss_row]
     mount_row.values["baseline"] = 2.0
     rss_row.values["baseline"] = 64.0
     flat = "many/flat"
     measure_cell(ls_row, "baseline", lambda: median(
         [timed(["ls", "-1", "--color=never", str(WWW / flat)], 60)[0] for _ in range(3)]) * 1000)
-    urls = [ctx.url("plain", f"many/d000/f{j:03d}.bin") for j in range(MANY_PER_DIR)]
+    urls = [ctx.url(link, f"many/d000/f{j:03d}.bin") for j in range(MANY_PER_DIR)]
     measure_cell(lsl_row, "baseline", lambda: median(
-        [timed(["curl", "-sS", "--fail", "-I"] + urls, 120)[0] for _ in range(3)]) * 1000)
+        [timed(ctx.curl(link) + ["-I"] + urls, 120)[0] for _ in range(3)]) * 1000)
     for name in systems(ctx):
         try:
-            with mounted(ctx, name, "plain", manifest="many") as m:
+            with mounted(ctx, name, link, manifest="many") as m:
                 mount_row.values[name] = m.mount_seconds
                 if m.pid:
                     rss_row.note += f" {name}: {vm_hwm_mib(m.pid):.0f} MiB right after mounting."
@@ -114,10 +114,10 @@ def rows_web(ctx, link):
     rows = [cold, again, walk, sent]
     page = [ctx.url(link, wide + "/")]
     pages = [ctx.url(link, tree + "/")] + [ctx.url(link, f"{tree}/d{d:02d}/") for d in range(WEB_DIRS)]
-    measure_cell(cold, "baseline", lambda: median([timed(["curl", "-sS", "--fail", "-o", "/dev/null"] + page, 60)[0]
+    measure_cell(cold, "baseline", lambda: median([timed(ctx.curl(link) + ["-o", "/dev/null"] + page, 60)[0]
                                                    for _ in range(n)]) * 1000)
     again.values["baseline"] = cold.values["baseline"]
-    measure_cell(walk, "baseline", lambda: median([timed(["curl", "-sS", "--fail"] + sum((["-o", "/dev/null", u] for u in pages), []), 300)[0]
+    measure_cell(walk, "baseline", lambda: median([timed(ctx.curl(link) + sum((["-o", "/dev/null", u] for u in pages), []), 300)[0]
                                                    for _ in range(n)]))
     sent.values["baseline"] = float(len(pages))
 

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shlex
 import statistics
 import threading
 import time
@@ -13,10 +14,25 @@ from ..context import mounted
 from ..servers import rate_text
 from ..results import Row, measure_cell, measure_cells
 from ..primitives import systems
+from ..tls import is_tls
 
 
 def local_run(cmd, timeout=300):
     return run(cmd, timeout).stdout
+
+
+def url_tool(ctx, link, cmd):
+    """A media tool's command on a URL of `link`, and its environment (None: this process's): over
+    https ffprobe verifies against the run's CA (-ca_file, -tls_verify 1), and mpg123 fetches
+    https through curl (its external network backend), which takes the CA from CURL_CA_BUNDLE."""
+    if not is_tls(link):
+        return cmd, None
+    ca = str(ctx.tls.ca)
+    if cmd[0] == "ffprobe":
+        return [cmd[0], "-ca_file", ca, "-tls_verify", "1"] + cmd[1:], None
+    if cmd[0] == "mpg123":
+        return [cmd[0], "--network", "curl"] + cmd[1:], {**os.environ, "CURL_CA_BUNDLE": ca}
+    raise BenchError(f"{cmd[0]} has no way to trust the run's CA here")
 
 
 def rows_media(ctx, link):
@@ -55,10 +71,11 @@ def rows_media(ctx, link):
             times = []
             for _ in range(n):
                 if rid == "sox":
-                    seconds, result = timed(f"curl -sS --fail '{ctx.url(link, rel)}' | sox -t wav - -n stat",
+                    seconds, result = timed(f"{shlex.join(ctx.curl(link))} '{ctx.url(link, rel)}' | sox -t wav - -n stat",
                                             300, shell=True)
                 else:
-                    seconds, result = timed(make(ctx.url(link, rel)), 300)
+                    cmd, env = url_tool(ctx, link, make(ctx.url(link, rel)))
+                    seconds, result = timed(cmd, 300, env=env)
                 if check:
                     check(getattr(result, stream))
                 times.append(seconds)
@@ -132,18 +149,19 @@ def play_realtime(path, seconds, original, chunk=16 * 1024, bytes_per_second=STR
     return judged, reads[0][1]
 
 
-def rows_streaming(ctx):
+def rows_streaming(ctx, link):
+    """On `link`: "stream", or its https twin "stream-tls"."""
     rel, seconds = STREAM, ctx.args.stream_seconds
     size = ctx.size(rel)
     link_text = f"{rate_text(ctx.args.stream_rate)} per connection + {ctx.args.rtt_ms:g} ms RTT"
     what = (f"Real-time playback of a 192 kb/s MP3 ({size / MiB:.0f} MiB, 10 min), {seconds:g} s of audio "
             f"clock, 16 KiB reads, link {link_text}")
     worst_row = Row("stream-worst", f"{what}: worst read after the first second", "ms", "lower",
-                    "the same reader on the local file", "stream", ("abs<=", 50), "≤ 50 ms",
+                    "the same reader on the local file", link, ("abs<=", 50), "≤ 50 ms",
                     note="Each system mounts cold; one run per cell. The baseline reads the original file on local disk (page cache "
                          "dropped first when possible).")
     stall_row = Row("stream-stalls", f"{what}: reads over 50 ms after the first second", "reads", "lower",
-                    "the same reader on the local file", "stream", ("abs<=", 0), "0")
+                    "the same reader on the local file", link, ("abs<=", 0), "0")
     rows = [worst_row, stall_row]
     original = str(WWW / rel)
 
@@ -167,29 +185,29 @@ def rows_streaming(ctx):
         fail("baseline", error)
     for name in systems(ctx):
         try:
-            with mounted(ctx, name, "stream") as m:
+            with mounted(ctx, name, link) as m:
                 record(name, *play_realtime(m.path(rel), seconds, original))
         except BenchError as error:
             fail(name, error)
-    return rows + [row_stream_read_through(ctx, link_text)]
+    return rows + [row_stream_read_through(ctx, link, link_text)]
 
 
 STREAM_READ_THROUGH = 3 * MiB
 
 
-def row_stream_read_through(ctx, link_text):
+def row_stream_read_through(ctx, link, link_text):
     """A cold read of the first 3 MiB of the streaming link's MP3 with dd, against curl of the same
     range: what a reader gets from read-ahead over a link that limits each connection."""
     rel, length = STREAM, STREAM_READ_THROUGH
     with open(WWW / rel, "rb") as f:
         expected = hashlib.sha256(f.read(length)).hexdigest()
     row = Row("stream-read-through", f"Cold read of a file's first {length // MiB} MiB, link {link_text}", "MB/s",
-              "higher", "curl of the same range (one connection)", "stream", ("ratio>=", 6.0), "≥ 6× one connection")
+              "higher", "curl of the same range (one connection)", link, ("ratio>=", 6.0), "≥ 6× one connection")
     n = ctx.args.repeats
 
     def baseline():
-        seconds, result = timed(["curl", "-sS", "--fail", "-r", f"0-{length - 1}", "-o", "/dev/null",
-                                 "-w", "%{size_download}", ctx.url("stream", rel)], 300)
+        seconds, result = timed(ctx.curl(link) + ["-r", f"0-{length - 1}", "-o", "/dev/null",
+                                                  "-w", "%{size_download}", ctx.url(link, rel)], 300)
         if int(float(result.stdout.strip() or 0)) != length:
             raise BenchError(f"curl fetched {result.stdout} bytes of the range")
         return length / seconds / 1e6
@@ -197,7 +215,7 @@ def row_stream_read_through(ctx, link_text):
     def read_through(name):
         times = []
         for _ in range(n):
-            with mounted(ctx, name, "stream") as m:
+            with mounted(ctx, name, link) as m:
                 seconds, result = timed(f"dd if='{m.path(rel)}' bs=1M count={length // MiB} status=none"
                                         " | openssl dgst -sha256 -r", 300, shell=True)
                 if result.stdout.split()[0] != expected:

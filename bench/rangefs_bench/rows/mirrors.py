@@ -1,8 +1,10 @@
 """The mirror rows (group mirrors): one file on three nginx read through a Metalink, against curl
-of one mirror and aria2c over the three, also with a mirror stopped half way."""
+of one mirror and aria2c over the three, also with a mirror stopped half way; on plain-tls the
+mirrors' https twins."""
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +20,7 @@ from ..data import ensure_mirror_file, sha256_file
 from ..servers import LogMark, MirrorServer, rate_text
 from ..results import Row, measure_cell, na_others
 from ..primitives import verify
+from ..tls import is_tls, twin_link
 
 
 def write_metalink(path, mirrors, rel, sha256):
@@ -87,25 +90,26 @@ def dd_bytes(result):
     return int(match.group(1)) if match else -1
 
 
-def rows_mirrors(ctx):
+def rows_mirrors(ctx, link):
     """One file on three mirrors, each nginx limited per connection: RangeFS mounting a Metalink
     that names all three, against curl of one mirror and aria2c over the three; then the same
-    with the busiest mirror stopped half way through the read."""
-    n = ctx.args.repeats
+    with the busiest mirror stopped half way through the read. On "plain-tls" the mirrors are the
+    https twins, and every client trusts the run's CA."""
+    n, tls = ctx.args.repeats, is_tls(link)
     rate = ctx.args.mirror_rate
     sha256 = ensure_mirror_file()
     rel = MIRROR_FILE
     ctx.files[rel] = {"size": MIRROR_SIZE, "sha256": sha256}
-    mirrors = [MirrorServer(ctx, i, MIRROR_ROOT) for i in range(len(MIRROR_PORTS))]
+    mirrors = [MirrorServer(ctx, i, MIRROR_ROOT, tls) for i in range(len(MIRROR_PORTS))]
     for m in mirrors:
-        ctx.logs[f"mirror{m.index + 1}"] = m.log
-    metalink = ctx.work / "manifests" / "mirrors.meta4"
+        ctx.logs[twin_link(f"mirror{m.index + 1}", tls)] = m.log
+    metalink = ctx.work / "manifests" / f"{twin_link('mirrors', tls)}.meta4"
     write_metalink(metalink, mirrors, rel, sha256)
     mib = MIRROR_SIZE // MiB
     read = Row("mirrors-read", f"3 mirrors ({rate_text(rate)} per connection each): cold sequential read, {mib} MiB", "MB/s",
-               "higher", "curl of one mirror")
+               "higher", "curl of one mirror", link)
     failover = Row("mirrors-failover", "the same, the busiest mirror stopped half way through", "MB/s", "higher",
-                   "curl of one mirror (no failure)")
+                   "curl of one mirror (no failure)", link)
     rows = [read, failover]
     if ctx.others:
         for row in rows:
@@ -115,7 +119,7 @@ def rows_mirrors(ctx):
     stopped_names = []
 
     def marks():
-        return [LogMark(ctx, f"mirror{m.index + 1}") for m in mirrors]
+        return [LogMark(ctx, twin_link(f"mirror{m.index + 1}", tls)) for m in mirrors]
 
     def served(before):
         return [(mark.requests(), mark.bytes_sent(rel) / MiB) for mark in before]
@@ -128,12 +132,13 @@ def rows_mirrors(ctx):
     def curl_mirror():
         times = []
         for _ in range(n):
-            seconds, result = timed(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{size_download}",
-                                     mirrors[0].url(rel)], 600)
+            seconds, result = timed(ctx.curl(link) + ["-o", "/dev/null", "-w", "%{size_download}", mirrors[0].url(rel)],
+                                    600)
             if int(float(result.stdout.strip() or 0)) != MIRROR_SIZE:
                 raise BenchError(f"curl fetched {result.stdout} bytes of {rel}")
             times.append(seconds)
-        out = run(f"curl -sS --fail '{mirrors[0].url(rel)}' | openssl dgst -sha256 -r", 600, shell=True).stdout
+        out = run(f"{shlex.join(ctx.curl(link))} '{mirrors[0].url(rel)}' | openssl dgst -sha256 -r", 600,
+                  shell=True).stdout
         if out.split()[0] != sha256:
             raise BenchError(f"curl of {rel} returned wrong bytes")
         return MIRROR_SIZE / median(times) / 1e6
@@ -166,7 +171,7 @@ def rows_mirrors(ctx):
 
     def rangefs(stop_half_way):
         def once():
-            with mounted(ctx, "rangefs", "plain", source=metalink) as m:
+            with mounted(ctx, "rangefs", link, source=metalink) as m:
                 cmd = ["dd", f"if={m.path(rel)}", "of=/dev/null", "bs=1M"]
                 seconds, result = timed_read(cmd, "RangeFS", dd_progress, stop_half_way)
                 if dd_bytes(result) != MIRROR_SIZE:
@@ -187,6 +192,8 @@ def rows_mirrors(ctx):
                 cmd = ["aria2c", "-x3", "-s3", "--dir", str(out_dir), "--out", target.name,
                        "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
                        "--console-log-level=warn", "--summary-interval=0", "--download-result=hide"]
+                if tls:
+                    cmd.append(f"--ca-certificate={ctx.tls.ca}")
                 cmd += [m.url(rel) for m in mirrors]
                 written = lambda proc: target.stat().st_blocks * 512
                 seconds, _ = timed_read(cmd, "aria2c", written, stop_half_way)
@@ -200,7 +207,8 @@ def rows_mirrors(ctx):
     try:
         for m in mirrors:
             m.start()
-        log(f"mirrors: nginx behind pacing proxies on 127.0.0.1:{', '.join(str(p) for p in MIRROR_PORTS)} ({rate_text(rate)} per connection each)")
+        log(f"mirrors: nginx behind pacing proxies on {', '.join(m.url('') for m in mirrors)} "
+            f"({rate_text(rate)} per connection each)")
         measure_cell(read, "baseline", curl_mirror)
         failover.values["baseline"] = read.values["baseline"]
         measure_cell(read, "rangefs", repeated(read, "RangeFS", rangefs(False)))

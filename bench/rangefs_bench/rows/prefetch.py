@@ -19,7 +19,7 @@ def row_prefetch(ctx, link):
                    "`rangefs status --json` (polled every 0.1 s) shows every file complete.")
 
     def baseline():
-        cmd = ["curl", "-sS", "--fail", "-Z", "--parallel-max", "3"]
+        cmd = ctx.curl(link) + ["-Z", "--parallel-max", "3"]
         for r in rels:
             cmd += ["-o", "/dev/null", ctx.url(link, r)]
         return median([timed(cmd, 600)[0] for _ in range(n)])

@@ -1,22 +1,26 @@
-"""The rows of whole-file reads: cold sequential (group cold), the warm re-reads and the
-re-read after a remount (warm), the first bytes of a cold file (ttfb), four parallel readers
-(parallel) and the peak memory reading a 4 GiB file (rss)."""
+"""The rows of whole-file reads: cold sequential (group cold), the CPU time a cold sequential read
+costs each system and curl (cpu: over https, what TLS costs), the warm re-reads and the re-read
+after a remount (warm), the first bytes of a cold file (ttfb), four parallel readers (parallel)
+and the peak memory reading a 4 GiB file (rss)."""
+import resource
 import shutil
+import statistics
 import subprocess
 import time
 
 from ..config import BIG, MiB, PAR, SLOW_SEQ, SPARSE, TTFB_OFFSET
 from ..process import BenchError, kill_group, log, median, run, timed
-from ..context import mounted, vm_hwm_mib
+from ..context import cpu_seconds, mounted, vm_hwm_mib
 from ..servers import LogMark
 from ..results import Row, measure_cell, measure_cells
+from ..tls import base_link
 from ..primitives import (
     curl_seconds, curl_verify, original_bytes, rangefs_data_file, read_all, systems, timed_pread, verify
 )
 
 
 def row_cold_sequential(ctx, link):
-    rel = BIG if link == "plain" else SLOW_SEQ
+    rel = BIG if base_link(link) == "plain" else SLOW_SEQ
     mib = ctx.size(rel) // MiB
     row = Row(f"cold-seq-{link}", f"Cold sequential read, {mib} MiB ({link})", "MB/s", "higher",
               "curl -o /dev/null", link, ("ratio>=", 0.90), "≥ 0.90× curl")
@@ -41,23 +45,23 @@ def row_cold_sequential(ctx, link):
     return [row]
 
 
-def rows_warm(ctx):
+def rows_warm(ctx, link):
     """Warm re-read on the same mount (page cache dropped, and hot), and after a remount."""
     rel, size, n = BIG, ctx.size(BIG), ctx.args.repeats
     dropped = Row("warm-dropped", "Warm re-read, same mount, page cache dropped, 512 MiB", "MB/s",
-                  "higher", "local read of the cache file (dropped)", "plain", ("ratio>=", 0.90),
+                  "higher", "local read of the cache file (dropped)", link, ("ratio>=", 0.90),
                   "≥ 0.90× disk")
     hot = Row("warm-hot", "Warm re-read, same mount, page cache hot, 512 MiB", "MB/s", "higher",
-              "local read of the cache file (hot)", "plain", ("ratio>=", 0.90), "≥ 0.90× local")
+              "local read of the cache file (hot)", link, ("ratio>=", 0.90), "≥ 0.90× local")
     remount = Row("remount", "Re-read after remount, cache kept (page cache dropped), 512 MiB", "MB/s",
-                  "higher", "local read of the cache file (dropped)", "plain", ("ratio>=", 0.90),
+                  "higher", "local read of the cache file (dropped)", link, ("ratio>=", 0.90),
                   "≥ 0.90× disk")
     rows = [dropped, hot, remount]
     disk_file = {}
 
     for name in systems(ctx):
         def measure(name=name):
-            m = ctx.mount(name, "plain")
+            m = ctx.mount(name, link)
             try:
                 read_all(m.path(rel), size)           # fill the cache
                 verify(ctx, m.path(rel), rel)
@@ -78,9 +82,9 @@ def rows_warm(ctx):
             try:
                 for _ in range(n):
                     ctx.drop_caches()
-                    m2 = ctx.mount(name, "plain", cache=m.cache)
+                    m2 = ctx.mount(name, link, cache=m.cache)
                     try:
-                        mark = LogMark(ctx, "plain")
+                        mark = LogMark(ctx, link)
                         t_remount.append(read_all(m2.path(rel), size))
                         verify(ctx, m2.path(rel), rel)
                     finally:
@@ -135,7 +139,7 @@ def row_ttfb(ctx, link):
     def baseline():
         times = []
         for _ in range(n):
-            result = run(["curl", "-sS", "--fail", "-r", f"{TTFB_OFFSET}-{TTFB_OFFSET + 4095}", "-o", str(out),
+            result = run(ctx.curl(link) + ["-r", f"{TTFB_OFFSET}-{TTFB_OFFSET + 4095}", "-o", str(out),
                           "-w", "%{time_total}", ctx.url(link, rel)], 60)
             if out.read_bytes() != expected:
                 raise BenchError("curl -r returned wrong bytes")
@@ -161,7 +165,7 @@ def row_ttfb(ctx, link):
 
 
 def row_parallel(ctx, link):
-    rels, n = PAR[link], ctx.args.repeats
+    rels, n = PAR[base_link(link)], ctx.args.repeats
     total = sum(ctx.size(r) for r in rels)
     row = Row(f"parallel-{link}", f"4 parallel cold readers, 4 × {ctx.size(rels[0]) // MiB} MiB ({link})",
               "MB/s", "higher", "4 parallel curl", link, ("ratio>=", 0.90), "≥ 0.90× 4 curls")
@@ -187,7 +191,7 @@ def row_parallel(ctx, link):
         return seconds
 
     def baseline():
-        times = [together([["curl", "-sS", "--fail", "-o", "/dev/null", ctx.url(link, r)] for r in rels])
+        times = [together([ctx.curl(link) + ["-o", "/dev/null", ctx.url(link, r)] for r in rels])
                  for _ in range(n)]
         return total / median(times) / 1e6
 
@@ -206,16 +210,16 @@ def row_parallel(ctx, link):
     return [row]
 
 
-def row_rss_sparse(ctx):
+def row_rss_sparse(ctx, link):
     rel = SPARSE
     row = Row("rss-4g", "Peak RSS reading a 4 GiB file end to end (sparse on the server)", "MiB", "lower",
-              "target", "plain", ("abs<=", 64), "≤ 64 MiB",
+              "target", link, ("abs<=", 64), "≤ 64 MiB",
               note="VmHWM of the mount process after `dd bs=1M | openssl dgst -sha256` of the whole file.")
     row.values["baseline"] = 64.0
     speeds = {}
     for name in systems(ctx):
         def measure(name=name):
-            with mounted(ctx, name, "plain") as m:
+            with mounted(ctx, name, link) as m:
                 if not m.pid:
                     raise BenchError("mount process not found")
                 seconds, result = timed(f"dd if='{m.path(rel)}' bs=1M status=none | openssl dgst -sha256 -r",
@@ -226,4 +230,59 @@ def row_rss_sparse(ctx):
                 return vm_hwm_mib(m.pid)
         measure_cell(row, name, measure)
     row.note += " Read speed (with hashing): " + ", ".join(f"{k} {v:.0f} MB/s" for k, v in speeds.items()) + "."
+    return [row]
+
+
+def row_cpu(ctx, link):
+    """The CPU time a cold sequential read of the 512 MiB file costs: the mount's process (user +
+    system, from /proc/PID/stat before and after the read) against curl -o's, each over the same
+    link; on plain-tls beside plain, where TLS's cycles go. nginx's worker's time is in the note."""
+    rel, size, n = BIG, ctx.size(BIG), ctx.args.repeats
+    row = Row(f"cpu-seq-{link}", f"CPU time of a cold sequential read, {size // MiB} MiB ({link})", "CPU s", "lower",
+              "curl -o /dev/null (its user + system time)", link,
+              note="User + system seconds of the mount's process during the read (RangeFS mounts the file alone: "
+                   "no other file to prefetch), of curl's process for the baseline; dd's own time (the kernel's "
+                   "copies out of FUSE) is not counted.")
+    server = {}
+
+    def server_cpu(who, measure):
+        """Runs measure() and notes nginx's worker's CPU seconds during it."""
+        before = ctx.nginx_cpu_seconds()
+        result = measure()
+        server.setdefault(who, []).append(ctx.nginx_cpu_seconds() - before)
+        return result
+
+    def baseline():
+        cpu, times = [], []
+        for _ in range(n):
+            def fetch():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                times.append(curl_seconds(ctx, link, rel))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            cpu.append(server_cpu("curl", fetch))
+        row.note += f" curl: {size / statistics.median(times) / 1e6:.0f} MB/s."
+        return median(cpu)
+
+    def system(name):
+        def measure():
+            cpu, times = [], []
+            for _ in range(n):
+                with mounted(ctx, name, link, manifest="big") as m:
+                    if not m.pid:
+                        raise BenchError("mount process not found")
+
+                    def read():
+                        before = cpu_seconds(m.pid)
+                        times.append(read_all(m.path(rel), size))
+                        return cpu_seconds(m.pid) - before
+                    cpu.append(server_cpu(name, read))
+                    verify(ctx, m.path(rel), rel)
+            row.note += f" {name}: {size / statistics.median(times) / 1e6:.0f} MB/s."
+            return median(cpu)
+        return measure
+
+    measure_cells(row, baseline, system, systems(ctx))
+    row.note += " nginx's worker, CPU s (median) while serving: " + ", ".join(
+        f"{who} {statistics.median(values):.2f}" for who, values in server.items()) + "."
     return [row]
