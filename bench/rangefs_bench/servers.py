@@ -39,8 +39,11 @@ LOG_FORMAT = ("log_format bench "
 
 def tls_settings(ctx):
     """nginx's http-level TLS settings, which its `listen ... ssl http2` servers use: the run's
-    leaf certificate and a session cache, as a web server on the internet would keep."""
+    leaf certificate, TLS 1.3 beside 1.2 (Debian 12's nginx offers 1.0-1.2 alone unless told, a
+    round trip more per connection than today's servers) and a session cache, as a web server on
+    the internet would keep."""
     return (f"ssl_certificate {ctx.tls.cert};\n    ssl_certificate_key {ctx.tls.key};\n"
+            "    ssl_protocols TLSv1.2 TLSv1.3;\n"
             "    ssl_session_cache shared:bench:1m;")
 
 
