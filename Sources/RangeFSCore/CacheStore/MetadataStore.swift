@@ -26,6 +26,8 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var size: UInt64
     public var etag: String?
     public var lastModified: String?
+    /// `lastModified` may go in `If-Range` (`RemoteValidator.lastModifiedIsStrong`).
+    public var lastModifiedIsStrong: Bool
     /// `Last-Modified` as seconds since 1970, for the file's mtime.
     public var modified: Double?
     public var blockSize: UInt64
@@ -40,7 +42,7 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var location: String?
 
     public var validator: RemoteValidator {
-        RemoteValidator(etag: etag, lastModified: lastModified)
+        RemoteValidator(etag: etag, lastModified: lastModified, lastModifiedIsStrong: lastModifiedIsStrong)
     }
 
     public var source: FetchSource {
@@ -115,6 +117,12 @@ public final class MetadataStore: Sendable {
                 table.column("fileType", .text).primaryKey()
                 table.column("head", .integer).notNull()
                 table.column("tail", .integer).notNull()
+            }
+        }
+        migrator.registerMigration("v7-strong-dates") { db in
+            // Records from before it send no date in If-Range: whether theirs was strong is not known.
+            try db.alter(table: CachedFileRecord.databaseTableName) { table in
+                table.add(column: "lastModifiedIsStrong", .boolean).notNull().defaults(to: false)
             }
         }
         return migrator
@@ -230,9 +238,9 @@ public final class MetadataStore: Sendable {
     /// Remembers where the file's ranges are fetched from now (another mirror behind its URL).
     public func updateSource(url: String, _ source: FetchSource) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ? WHERE url = ?",
+            try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ?, lastModifiedIsStrong = ? WHERE url = ?",
                            arguments: [source.location?.absoluteString, source.validator.etag,
-                                       source.validator.lastModified, url])
+                                       source.validator.lastModified, source.validator.lastModifiedIsStrong, url])
         }
     }
 
