@@ -67,6 +67,37 @@ struct EngineChangeTests {
         #expect(engine.gets("w.bin").allSatisfy { !($0.ifRange ?? "").hasPrefix("W/") })
     }
 
+    @Test func aHandleGivenNoByteReadsTheNewVersionAndOneGivenBytesFails() throws {
+        // Large enough that the first read's request (and read-ahead) leaves the later bytes to fetch.
+        let old = FetchEngineHarness.bytes(8 << 20)
+        let new = FetchEngineHarness.bytes(8 << 20, seed: 99)
+        let engine = try FetchEngineHarness(files: ["a.bin": old])
+        let reader = try #require(try engine.open("a.bin").value)
+        let unread = try #require(try engine.open("a.bin").value)
+        defer { reader.close(); unread.close() }
+        #expect(try Self.read(reader, 0..<4096).value == Self.slice(old, 0..<4096))
+
+        engine.server.inject(.changeFileBefore(bytes: new), for: "a.bin", method: "GET")
+        let later: Range<UInt64> = 6_000_000..<6_004_096
+        let error = try #require(try Self.read(reader, later).error)
+        #expect(error.description.contains("remote file changed"), "\(error)")
+        #expect(try Self.read(unread, later).value == Self.slice(new, 6_000_000..<6_004_096),
+                "a handle that had no byte of the old version reads the new one")
+        #expect(unread.file !== reader.file)
+        #expect(try Self.read(reader, 0..<4096).error != nil, "a handle that had bytes stays failed")
+    }
+
+    /// The bytes a handle's read answers with.
+    static func read(_ handle: OpenFile, _ bytes: Range<UInt64>) throws -> Result<[UInt8], FetchError> {
+        let ready = try FilesystemHarness.wait(timeout: 15) {
+            handle.read(offset: bytes.lowerBound, length: UInt64(bytes.count), completion: $0)
+        }
+        return ready.flatMap { ready in
+            Result { try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) }
+                .mapError { FetchError(handle.file.url, .cache(.from($0))) }
+        }
+    }
+
     /// `url.bin` redirects to `m1.bin` and `m2.bin` in turn: the same bytes, each with its own ETag.
     static func mirrored(_ engine: FetchEngineHarness) {
         engine.server.publish("m1.bin", bytes: Self.data)

@@ -107,7 +107,8 @@ public final class FileCatalog: Sendable {
                     usage.openHandles[key, default: 0] += 1
                     return first
                 }
-                let handle = OpenFile(file: file, firstScan: firstOpen ? firstScanWatch(of: file, entry: index) : nil) { [self] in
+                let handle = OpenFile(file: file, firstScan: firstOpen ? firstScanWatch(of: file, entry: index) : nil,
+                                      reopen: { [self] found in self.file(forEntry: index, completion: found) }) { [self] in
                     usage.withLock { usage in
                         usage.openHandles[key, default: 1] -= 1
                         if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
