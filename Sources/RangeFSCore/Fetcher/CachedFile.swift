@@ -124,7 +124,7 @@ public final class CachedFile: Sendable {
     public func openCompleteData() -> Int32? {
         state.withLock { state in
             guard state.plan.complete else { return nil }
-            let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC)
+            let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             return descriptor >= 0 ? descriptor : nil
         }
     }
@@ -165,7 +165,7 @@ public final class CachedFile: Sendable {
             do {
                 _ = try openDataFile(&state)
             } catch {
-                return [.fail(completion, FetchError(url, .cache(.from(error))))]
+                return [.log(.error, "\(url.redactedForDisplay): \(error)"), .fail(completion, FetchError(url, .cache(.from(error))))]
             }
             // A complete file's read asks no server: no source to rank, no host speed to look up.
             let hostSpeed = state.plan.complete ? nil : environment.hostRates.bytesPerSecond(
