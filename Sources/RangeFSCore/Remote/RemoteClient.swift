@@ -29,10 +29,13 @@ public struct RemoteValidator: Sendable, Equatable, Codable {
     /// The server named no version at all (or it is not known yet).
     public var isEmpty: Bool { etag == nil && lastModified == nil }
 
-    /// What `If-Range` may carry (RFC 9110 §13.1.5): a strong ETag, else a strong date, else
-    /// nothing (a weak ETag never: it would not match; the reply's validators are checked then).
+    /// What `If-Range` may carry (RFC 9110 §13.1.5): a strong ETag; without an ETag, a strong
+    /// date; else nothing, and the reply's validators are checked instead. A weak ETag never
+    /// (it would not match), nor the date beside it: the server that weakened the ETag may
+    /// not honour the date either (Apache compares it with the file's sub-second mtime and
+    /// answers with the whole file).
     public var ifRangeValue: String? {
-        if let etag, !Self.isWeak(etag) { return etag }
+        if let etag { return Self.isWeak(etag) ? nil : etag }
         return lastModifiedIsStrong ? lastModified : nil
     }
 
