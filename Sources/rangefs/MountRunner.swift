@@ -243,7 +243,7 @@ struct MountRunner {
 
     /// From now on stdout and stderr (and so the log) go to the cache's log file.
     private func redirectOutput(to path: String) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { return }
         dup2(descriptor, 1)
         dup2(descriptor, 2)

@@ -50,18 +50,52 @@ struct EngineChangeTests {
         #expect(engine.gets("a.bin").contains { $0.rangeStart == 0 })
     }
 
-    @Test func aWeakETagIsNeverSentInIfRangeAndAChangeIsStillDetected() throws {
+    @Test(arguments: [true, false])
+    func aWeakETagIsNeverSentInIfRangeAndAChangeIsStillDetected(etag: Bool) throws {
         let engine = try FetchEngineHarness(files: [:], entries: ["w.bin"])
-        engine.server.publish("w.bin", bytes: Self.data, weakETag: true)
+        // A date an hour before the reply's is strong, but beside a weak ETag it is not sent either.
+        engine.server.publish("w.bin", bytes: Self.data, lastModified: Date().addingTimeInterval(-3600), weakETag: true)
+        engine.server.configure("w.bin", PathOptions(sendETag: etag))
         let file = try #require(try engine.file("w.bin").value)
         #expect(try engine.read(file, 0..<4096).value == Self.slice(Self.data, 0..<4096))
         let first = try #require(engine.gets("w.bin").first)
-        #expect(first.ifRange == engine.server.lastModified(of: "w.bin"), "the date instead of W/…: \(first)")
+        #expect(first.ifRange == (etag ? nil : engine.server.lastModified(of: "w.bin")), "nothing beside W/…, a strong date alone: \(first)")
 
         engine.server.inject(.changeFileBefore(bytes: Self.newData), for: "w.bin", method: "GET")
         let error = try #require(try engine.read(file, 131_072..<135_168).error)
         #expect(error.description.contains("remote file changed"), "\(error)")
         #expect(engine.gets("w.bin").allSatisfy { !($0.ifRange ?? "").hasPrefix("W/") })
+    }
+
+    @Test func aHandleGivenNoByteReadsTheNewVersionAndOneGivenBytesFails() throws {
+        // Large enough that the first read's request (and read-ahead) leaves the later bytes to fetch.
+        let old = FetchEngineHarness.bytes(8 << 20)
+        let new = FetchEngineHarness.bytes(8 << 20, seed: 99)
+        let engine = try FetchEngineHarness(files: ["a.bin": old])
+        let reader = try #require(try engine.open("a.bin").value)
+        let unread = try #require(try engine.open("a.bin").value)
+        defer { reader.close(); unread.close() }
+        #expect(try Self.read(reader, 0..<4096).value == Self.slice(old, 0..<4096))
+
+        engine.server.inject(.changeFileBefore(bytes: new), for: "a.bin", method: "GET")
+        let later: Range<UInt64> = 6_000_000..<6_004_096
+        let error = try #require(try Self.read(reader, later).error)
+        #expect(error.description.contains("remote file changed"), "\(error)")
+        #expect(try Self.read(unread, later).value == Self.slice(new, 6_000_000..<6_004_096),
+                "a handle that had no byte of the old version reads the new one")
+        #expect(unread.file !== reader.file)
+        #expect(try Self.read(reader, 0..<4096).error != nil, "a handle that had bytes stays failed")
+    }
+
+    /// The bytes a handle's read answers with.
+    static func read(_ handle: OpenFile, _ bytes: Range<UInt64>) throws -> Result<[UInt8], FetchError> {
+        let ready = try FilesystemHarness.wait(timeout: 15) {
+            handle.read(offset: bytes.lowerBound, length: UInt64(bytes.count), completion: $0)
+        }
+        return ready.flatMap { ready in
+            Result { try ready.file.read(count: ready.range.count, at: ready.range.lowerBound) }
+                .mapError { FetchError(handle.file.url, .cache(.from($0))) }
+        }
     }
 
     /// `url.bin` redirects to `m1.bin` and `m2.bin` in turn: the same bytes, each with its own ETag.

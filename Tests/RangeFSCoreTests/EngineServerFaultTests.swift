@@ -138,11 +138,84 @@ struct EngineServerFaultTests {
         let streams = engine.gets("a.bin").filter { $0.range == nil }
         #expect(streams.count == 1, "both readers were answered from one stream: \(engine.gets("a.bin"))")
         #expect(engine.gets("a.bin").allSatisfy { $0.status == 200 })
+        // The 200 to If-Range proved nothing; the one to the plain range request did.
+        #expect(engine.gets("a.bin").contains { $0.range != nil && $0.ifRange == nil }, "\(engine.gets("a.bin"))")
 
-        // Another file of that server goes straight to one stream.
+        // One file does not condemn its server: another one asks for ranges.
         let second = try #require(try engine.file("b.bin").value)
         #expect(try engine.read(second, 50_000..<60_000).value == Array(other[50_000..<60_000]))
-        #expect(engine.gets("b.bin").count == 1 && engine.gets("b.bin")[0].range == nil, "\(engine.gets("b.bin"))")
+        #expect(engine.gets("b.bin").first?.range != nil, "\(engine.gets("b.bin"))")
+    }
+
+    @Test func aWholeBodyAnswerToIfRangeIsAskedAgainWithoutItAndCondemnsNeitherTheFileNorItsServer() throws {
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data, "b.bin": Self.data])
+        let file = try #require(try engine.file("a.bin").value)
+        engine.server.inject(.ignoreRange, for: "a.bin", method: "GET")
+        #expect(try engine.read(file, 131_072..<135_168).value == Self.slice(131_072..<135_168))
+        let gets = engine.gets("a.bin")
+        try #require(gets.count >= 2, "\(gets)")
+        #expect(gets[0].status == 200 && gets[0].ifRange == engine.server.etag(of: "a.bin"), "\(gets[0])")
+        #expect(gets[1].status == 206 && gets[1].rangeStart == 131_072 && gets[1].ifRange == nil,
+                "asked again for the same bytes without the condition: \(gets[1])")
+        #expect(try engine.read(file, Self.whole).value == Self.data)
+        #expect(engine.gets("a.bin").allSatisfy { $0.range != nil }, "the file went on with ranges: \(engine.gets("a.bin"))")
+
+        let other = try #require(try engine.file("b.bin").value)
+        #expect(try engine.read(other, 0..<4096).value == Self.slice(0..<4096))
+        #expect(engine.gets("b.bin").first.map { $0.status == 206 && $0.ifRange != nil } == true, "\(engine.gets("b.bin"))")
+        engine.drainCommits()
+        #expect(try engine.store.setting(FileCatalog.rangeIgnoringSetting) == nil, "nothing held against the server")
+    }
+
+    @Test func aServerIsTakenToIgnoreRangesAfterThreeOfItsFilesAnsweredAPlainRangeWithTheWholeBodyUntilA206() throws {
+        let names = ["a.bin", "b.bin", "c.bin", "d.bin", "ranged.bin", "later.bin"]
+        let contents = names.indices.map { FetchEngineHarness.bytes(100_000, seed: UInt8($0 + 3)) }
+        let engine = try FetchEngineHarness(files: Dictionary(uniqueKeysWithValues: zip(names, contents)))
+        for name in names.prefix(4) { engine.server.configure(name, PathOptions(rangesSupported: false)) }
+        // Made before the server is marked: it still asks for ranges afterwards.
+        let ranged = try #require(try engine.file("ranged.bin").value)
+        for (name, bytes) in zip(names.prefix(3), contents) {
+            let file = try #require(try engine.file(name).value)
+            #expect(try engine.read(file, 50_000..<60_000).value == Array(bytes[50_000..<60_000]))
+            #expect(engine.gets(name).first?.range != nil, "\(name) was asked for a range first: \(engine.gets(name))")
+        }
+        let fourth = try #require(try engine.file("d.bin").value)
+        #expect(try engine.read(fourth, 50_000..<60_000).value == Array(contents[3][50_000..<60_000]))
+        #expect(engine.gets("d.bin").count == 1 && engine.gets("d.bin")[0].range == nil,
+                "after three files the server's next file is one stream: \(engine.gets("d.bin"))")
+        engine.drainCommits()
+        let server = FileCatalog.server(of: engine.server.url("a.bin"))
+        #expect(try engine.store.setting(FileCatalog.rangeIgnoringSetting)?.hasPrefix(server + "\t") == true,
+                "the mark is stored with its end")
+
+        // A partial reply from the server ends the mark: files made afterwards ask for ranges.
+        // (A read is answered before its transfer ends, and the transfer's end tells the catalog.)
+        #expect(try engine.read(ranged, 0..<4096).value == Array(contents[4][0..<4096]))
+        #expect(FilesystemHarness.eventually(timeout: 5) {
+            engine.drainCommits()
+            return (try? engine.store.setting(FileCatalog.rangeIgnoringSetting)) == ""
+        }, "the stored mark is gone")
+        let later = try #require(try engine.file("later.bin").value)
+        #expect(try engine.read(later, 0..<4096).value == Array(contents[5][0..<4096]))
+        #expect(engine.gets("later.bin").first?.status == 206, "\(engine.gets("later.bin"))")
+    }
+
+    @Test func aStoredMarkHoldsUntilItsEndAcrossRemounts() throws {
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.data, "b.bin": Self.data])
+        let server = FileCatalog.server(of: engine.server.url("a.bin"))
+        let now = Int(Date().timeIntervalSince1970)
+        try engine.store.setSetting(FileCatalog.rangeIgnoringSetting, to: "\(server)\t\(now + 3600)")
+        let marked = try engine.remount()
+        let file = try #require(try marked.file("a.bin").value)
+        #expect(try marked.read(file, 4096..<8192).value == Self.slice(4096..<8192))
+        #expect(marked.gets("a.bin").first?.range == nil, "a marked server's file starts as one stream: \(marked.gets("a.bin"))")
+
+        try marked.store.setSetting(FileCatalog.rangeIgnoringSetting, to: "\(server)\t\(now - 1)")
+        let expired = try marked.remount()
+        let other = try #require(try expired.file("b.bin").value)
+        #expect(try expired.read(other, 4096..<8192).value == Self.slice(4096..<8192))
+        #expect(expired.gets("b.bin").first.map { $0.status == 206 && $0.rangeStart != nil } == true,
+                "past its end the mark is forgotten: \(expired.gets("b.bin"))")
     }
 
     @Test func aWrongContentRangeDeliversNothingAndIsRetried() throws {

@@ -145,6 +145,24 @@ private let noReply = PlanFixture.noReply
         #expect(plan.write(1, 0..<3 * block) == ["answer 131072..<131082", "answer 10..<20", "cached 196608", "commit"])
     }
 
+    @Test func aConditionNotHonouredAsksAgainWithoutItAndNeitherStreamsNorMarksTheServer() {
+        var plan = PlanFixture.plan(size: 3 * block)
+        #expect(plan.read(2 * block..<2 * block + 10, readAhead: block) == ["fetch #0 131072..<196608", "wait #0"])
+        #expect(plan.end(0, .failure(.conditionNotHonoured)) == ["log notice", "retry #0 131072..<196608"])
+        #expect(!plan.sendsCondition && !plan.streamOnly && plan.invalidated == nil)
+        // Asked without the condition, the same reply is a plain range request ignored: now it is the file's.
+        #expect(plan.end(0, .failure(.rangesNotSupported)) == ["log warning", "fetch #1 0..<196608 whole", "ranges ignored"])
+    }
+
+    @Test func aSecondTransferMeetingTheConditionNotHonouredIsAskedAgainQuietly() {
+        var plan = PlanFixture.plan(size: 8 * block)
+        _ = plan.read(0..<10)
+        _ = plan.read(6 * block..<6 * block + 10)
+        #expect(plan.transfers.count == 2)
+        #expect(plan.end(0, .failure(.conditionNotHonoured)) == ["log notice", "retry #0 0..<4096"])
+        #expect(plan.end(1, .failure(.conditionNotHonoured)) == ["retry #1 393216..<397312"])
+    }
+
     @Test func aChangeMidReadFailsEveryReaderAndRefusesLaterReads() {
         var plan = PlanFixture.plan(size: 2 * block, blocks: [1])
         #expect(plan.read(0..<100, readAhead: block) == ["fetch #0 0..<65536", "wait #0"])

@@ -224,8 +224,8 @@ struct ListedMountTests {
 
     /// `ls -l` and `find` of a listing that states sizes cost no request per file, nor does
     /// opening one: its first range request goes out at once. A size that changed since the
-    /// listing fails that read (as any change does), the kernel forgets the listing's size, and
-    /// the server's is asked next.
+    /// listing is a change: the kernel forgets the listing's size, the server's is asked next,
+    /// and the handle, which had read nothing yet, reads the server's version.
     @Test func sizesTheListingStatesAreShownAndOpenedWithoutARequestUntilTheServerRefutesOne() throws {
         let mount = try ListedHarness(files: ["intro.mp3": Self.song, "song.mp3": Self.song], listings: { server in
             [server.url("top/").absoluteString: .success([
@@ -244,13 +244,15 @@ struct ListedMountTests {
         let opened = try FilesystemHarness.wait { mount.filesystem.open(stale.inode, flags: O_RDONLY, completion: $0) }.get()
         #expect(mount.engine.server.requests.isEmpty, "nor one to open a file")
         let refuted = try FilesystemHarness.wait { mount.filesystem.read(handle: opened.handle, offset: 0, size: 5, completion: $0) }
-        #expect(refuted.error?.errno == EIO, "the listing's size is not the file's: \(refuted)")
+        let firstBytes = try refuted.get()
+        #expect(try firstBytes.file.read(count: firstBytes.range.count, at: firstBytes.range.lowerBound) == Array(Self.song.prefix(5)),
+                "the listing's size is not the file's: the handle reads the server's version")
         #expect(FilesystemHarness.eventually(timeout: 5) { kernel.recorded.inodes.contains(stale.inode) },
                 "the kernel is told to forget the listing's size")
         _ = mount.filesystem.release(handle: opened.handle)
         #expect(try FilesystemHarness.wait { mount.filesystem.attributes(of: stale.inode, completion: $0) }.get().size == 100_000,
                 "the server's size, asked once the listing's was refuted")
-        #expect(mount.engine.server.requests(for: "song.mp3").map(\.method) == ["GET", "HEAD"])
+        #expect(mount.engine.server.requests(for: "song.mp3").map(\.method).prefix(2) == ["GET", "HEAD"])
 
         #expect(try mount.read(stale.inode, size: 100_000) == Self.song, "the new version, reopened")
     }

@@ -34,10 +34,12 @@ import Testing
         #expect(RemoteValidator(etag: "\"abc\"", lastModified: "Sun, 22 Nov 2026 01:00:00 GMT").ifRangeValue == "\"abc\"")
     }
 
-    @Test func weakETagFallsBackToTheDate() {
-        let validator = RemoteValidator(etag: "W/\"abc\"", lastModified: "Sun, 22 Nov 2026 01:00:00 GMT")
-        #expect(validator.ifRangeValue == "Sun, 22 Nov 2026 01:00:00 GMT")
+    @Test func aWeakETagSendsNothingAndADateAloneOnlyWhereItIsStrong() {
+        #expect(RemoteValidator(etag: "W/\"abc\"", lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", lastModifiedIsStrong: true).ifRangeValue == nil)
         #expect(RemoteValidator(etag: "W/\"abc\"", lastModified: nil).ifRangeValue == nil)
+        #expect(RemoteValidator(etag: nil, lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", lastModifiedIsStrong: true).ifRangeValue
+            == "Sun, 22 Nov 2026 01:00:00 GMT")
+        #expect(RemoteValidator(etag: nil, lastModified: "Sun, 22 Nov 2026 01:00:00 GMT").ifRangeValue == nil)
     }
 
     @Test func transientErrorsAreRetriedOthersAreNot() {

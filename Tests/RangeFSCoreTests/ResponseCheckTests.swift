@@ -69,8 +69,60 @@ import Testing
         // If-Range did not match there: the whole body of another copy.
         #expect(ResponseCheck.range(Self.reply(200, [("ETag", "\"v2\"")], length: 1000, redirected: true), for: Self.request(0..<100))
             == .servedElsewhere("ETag was \"v1\", now \"v2\""))
-        #expect(ResponseCheck.range(Self.reply(200, [("ETag", "\"v1\"")], length: 1000), for: Self.request(0..<100))
-            == .rangesNotSupported)
+    }
+
+    @Test func wholeBodyOfTheSameVersionToIfRangeIsAConditionNotHonouredNotIgnoredRanges() {
+        let same = Self.reply(200, [("ETag", "\"v1\"")], length: 1000)
+        #expect(ResponseCheck.range(same, for: Self.request(0..<100)) == .conditionNotHonoured)
+        var plain = Self.request(0..<100)
+        plain.conditional = false
+        #expect(ResponseCheck.range(same, for: plain) == .rangesNotSupported)
+        // S3's If-Match answered with the whole object says nothing of ranges either.
+        #expect(ResponseCheck.range(same, for: Self.request(0..<100), condition: .ifMatch) == .conditionNotHonoured)
+    }
+
+    @Test func weakETagGoesNowhereNearIfRangeAndAWeakDateNeither() {
+        let weak = RemoteValidator(etag: "W/\"4e20-1\"", lastModified: "Sun, 29 Nov 2026 05:00:00 GMT")
+        #expect(weak.ifRangeValue == nil)
+        var strongDate = weak
+        strongDate.lastModifiedIsStrong = true
+        #expect(strongDate.ifRangeValue == nil, "nor the date beside a weak ETag")
+        strongDate.etag = nil
+        #expect(strongDate.ifRangeValue == "Sun, 29 Nov 2026 05:00:00 GMT", "a strong date alone")
+        #expect(RemoteValidator(etag: "\"4e20-1\"", lastModified: nil).ifRangeValue == "\"4e20-1\"")
+        var request = Self.request(0..<100)
+        request.validator = weak
+        #expect(request.conditionHeader(.ifRange) == nil)
+        // Sent without If-Range, a 200 of the same version is a plain range request ignored.
+        #expect(ResponseCheck.range(Self.reply(200, [("ETag", "\"4e20-1\"")], length: 1000), for: request) == .rangesNotSupported)
+    }
+
+    @Test(arguments: [("Sun, 29 Nov 2026 05:00:00 GMT", "Sun, 29 Nov 2026 05:00:01 GMT", true),
+                      ("Sun, 29 Nov 2026 05:00:00 GMT", "Sun, 29 Nov 2026 05:00:00 GMT", false),
+                      ("Sun, 29 Nov 2026 05:00:05 GMT", "Sun, 29 Nov 2026 05:00:00 GMT", false)])
+    func aDateIsStrongOnlyASecondBeforeTheReply(lastModified: String, date: String, strong: Bool) {
+        let facts = Self.reply(206, [("Last-Modified", lastModified), ("Date", date)])
+        #expect(facts.validator.lastModifiedIsStrong == strong)
+        #expect(Self.reply(206, [("Last-Modified", lastModified)]).validator.lastModifiedIsStrong == false, "no Date: cannot be told")
+    }
+
+    @Test func weakAndStrongETagsOfOneOpaqueTagAreOneVersion() {
+        var request = Self.request(0..<100)
+        request.validator = RemoteValidator(etag: "W/\"4e20-1\"", lastModified: nil)
+        let strong = Self.reply(206, [("Content-Range", "bytes 0-99/1000"), ("ETag", "\"4e20-1\"")], length: 100)
+        #expect(ResponseCheck.range(strong, for: request) == nil, "W/\"x\" then \"x\" was taken as a change")
+        let other = Self.reply(206, [("Content-Range", "bytes 0-99/1000"), ("ETag", "\"4e20-2\"")], length: 100)
+        #expect(ResponseCheck.range(other, for: request) == .changed("ETag was W/\"4e20-1\", now \"4e20-2\""))
+        #expect(ResponseCheck.versionChange(from: RemoteValidator(etag: "\"x\"", lastModified: nil),
+                                            to: RemoteValidator(etag: "W/\"x\"", lastModified: nil)) == nil)
+    }
+
+    @Test func aDateOnlyValidatorIsComparedOnPartialReplies() {
+        var request = Self.request(0..<100)
+        request.validator = RemoteValidator(etag: nil, lastModified: "Sun, 29 Nov 2026 05:00:00 GMT")
+        let later = Self.reply(206, [("Content-Range", "bytes 0-99/1000"), ("Last-Modified", "Sun, 29 Nov 2026 05:00:09 GMT")], length: 100)
+        #expect(ResponseCheck.range(later, for: request)
+            == .changed("Last-Modified was Sun, 29 Nov 2026 05:00:00 GMT, now Sun, 29 Nov 2026 05:00:09 GMT"))
     }
 
     @Test func probeOfAnEncodedReplyTrustsNoLength() {

@@ -70,10 +70,11 @@ final class RemoteFaultTests {
     }
 
     private func fetch(_ range: Range<UInt64>, path: String = "file.bin", validator: RemoteValidator? = nil,
-                       size: Int? = nil, wholeBody: Bool = false) throws -> Fetched {
+                       size: Int? = nil, wholeBody: Bool = false, conditional: Bool = true) throws -> Fetched {
         let validator = try validator ?? info(path).validator
-        let request = RangeRequest(url: server.url(path), headers: [:], range: range,
+        var request = RangeRequest(url: server.url(path), headers: [:], range: range,
                                    expectedSize: UInt64(size ?? data.count), validator: validator, wholeBody: wholeBody)
+        request.conditional = conditional
         let box = Mutex(Fetched())
         let done = DispatchSemaphore(value: 0)
         let start = Date()
@@ -167,13 +168,20 @@ final class RemoteFaultTests {
         #expect(server.gets("file.bin").last?.ifRange == validator.etag, "If-Range was not the stored ETag")
     }
 
-    @Test("a 200 with the same ETag to a range request: .rangesNotSupported, nothing delivered; a whole-body request then works")
+    @Test("a 200 with the same ETag: to If-Range .conditionNotHonoured, to a plain range .rangesNotSupported, nothing delivered; a whole-body request then works")
     func ignoredRange() throws {
         let validator = try info().validator
         server.inject(.ignoreRange, method: "GET")
-        let fetched = try fetch(1000..<5000, validator: validator)
+        let conditional = try fetch(1000..<5000, validator: validator)
+        #expect(conditional.error == .conditionNotHonoured, "got \(String(describing: conditional.result))")
+        #expect(conditional.chunks.isEmpty, "a 200 body was delivered as if it started at the asked offset")
+        #expect(server.gets("file.bin").last?.ifRange == validator.etag)
+
+        server.inject(.ignoreRange, method: "GET")
+        let fetched = try fetch(1000..<5000, validator: validator, conditional: false)
         #expect(fetched.error == .rangesNotSupported, "got \(String(describing: fetched.result))")
         #expect(fetched.chunks.isEmpty, "a 200 body was delivered as if it started at the asked offset")
+        #expect(server.gets("file.bin").last?.ifRange == nil, "an unconditional request sent If-Range")
 
         let whole = try fetch(0..<UInt64(data.count), validator: validator, wholeBody: true)
         #expect(whole.result.map { (try? $0.get()) != nil } == true, "whole body: \(String(describing: whole.result))")
@@ -286,15 +294,31 @@ final class RemoteFaultTests {
         #expect((try? fine.result?.get()) != nil, "the client works after the broken replies")
     }
 
-    @Test("a weak ETag is not used for If-Range: the request carries Last-Modified instead")
+    @Test("a weak ETag is not used for If-Range, nor the date beside it; a date alone is, where it is strong")
     func weakETagIfRange() throws {
-        server.publish("weak.bin", bytes: data, weakETag: true)
-        let info = try info("weak.bin")
-        #expect(info.validator.etag?.hasPrefix("W/") == true)
-        let fetched = try fetch(0..<1000, path: "weak.bin", validator: info.validator)
+        server.publish("weak.bin", bytes: data, lastModified: Date().addingTimeInterval(-3600), weakETag: true)
+        let weak = try info("weak.bin")
+        #expect(weak.validator.etag?.hasPrefix("W/") == true && weak.validator.lastModifiedIsStrong)
+        let fetched = try fetch(0..<1000, path: "weak.bin", validator: weak.validator)
         #expect((try? fetched.result?.get()) != nil, "\(String(describing: fetched.result))")
-        let sent = server.gets("weak.bin").last?.ifRange
-        #expect(sent == server.lastModified(of: "weak.bin"), "If-Range sent: \(sent ?? "none")")
+        #expect(server.gets("weak.bin").last.map { $0.ifRange == nil && $0.status == 206 } == true, "\(server.gets("weak.bin"))")
+
+        server.publish("dated.bin", bytes: data, lastModified: Date().addingTimeInterval(-3600))
+        server.configure("dated.bin", PathOptions(sendETag: false))
+        let dated = try info("dated.bin")
+        _ = try fetch(0..<1000, path: "dated.bin", validator: dated.validator)
+        let sent = server.gets("dated.bin").last?.ifRange
+        #expect(sent == server.lastModified(of: "dated.bin"), "If-Range sent: \(sent ?? "none")")
+
+        // Modified later than the reply's Date (as Apache dates a file written this second): a weak date.
+        server.publish("fresh.bin", bytes: data, lastModified: Date().addingTimeInterval(3600))
+        server.configure("fresh.bin", PathOptions(sendETag: false))
+        let fresh = try info("fresh.bin")
+        #expect(!fresh.validator.lastModifiedIsStrong)
+        let ranged = try fetch(0..<1000, path: "fresh.bin", validator: fresh.validator)
+        #expect((try? ranged.result?.get()) != nil, "\(String(describing: ranged.result))")
+        #expect(server.gets("fresh.bin").last.map { $0.ifRange == nil && $0.status == 206 } == true,
+                "no If-Range at all: \(server.gets("fresh.bin"))")
     }
 
     @Test("a probe where HEAD is refused falls back to a one-byte GET; a wrong probe reply is an error, not a size")

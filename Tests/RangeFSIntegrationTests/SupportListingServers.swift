@@ -8,7 +8,9 @@ import Glibc
 /// directory, serving one tree. Each serves the tree's listings under these paths:
 /// - nginx: `/html/` (autoindex), `/human/` (`autoindex_exact_size off`), `/json/`, `/xml/`;
 /// - Apache 2: `/plain/` (no FancyIndexing), `/fancy/`, `/table/` (HTMLTable), `/tracked/`
-///   (FancyIndexing with TrackModified: the only listing here sent with a validator);
+///   (FancyIndexing with TrackModified: the only listing here sent with a validator), `/sized/`
+///   (FancyIndexing, files' ETags made of their size alone, so a test can move a file's mtime
+///   without changing its ETag); every request is logged in `accessLog`;
 /// - lighttpd (`mod_dirlisting`) and `python3 -m http.server`: `/`.
 /// `stop()` (also `deinit`) always stops it.
 final class ListingServer {
@@ -23,6 +25,10 @@ final class ListingServer {
     private var child: BackgroundCommand?
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Apache's log of the requests it answered, one a line: method, path, status, body bytes
+    /// sent, then the quoted `Range` and `If-Range` headers (`"-"` when absent).
+    var accessLog: URL? { kind == .apache ? prefix.appendingPathComponent("access.log") : nil }
 
     init(_ kind: Kind, serving tree: URL, startTimeout: Double = 15) throws {
         self.kind = kind
@@ -136,6 +142,8 @@ final class ListingServer {
         PidFile \(p)/httpd.pid
         DefaultRuntimeDir \(p)
         ErrorLog \(p)/error.log
+        LogFormat "%m %U %>s %B \\"%{Range}i\\" \\"%{If-Range}i\\"" ranges
+        CustomLog \(p)/access.log ranges
         \(modules)
         TypesConfig /etc/mime.types
         \(user)
@@ -145,6 +153,7 @@ final class ListingServer {
         Alias /fancy/ \(tree.path)/
         Alias /table/ \(tree.path)/
         Alias /tracked/ \(tree.path)/
+        Alias /sized/ \(tree.path)/
         <Directory \(tree.path)>
           Options +Indexes
           Require all granted
@@ -160,6 +169,10 @@ final class ListingServer {
         </Location>
         <Location /tracked/>
           IndexOptions FancyIndexing TrackModified
+        </Location>
+        <Location /sized/>
+          IndexOptions FancyIndexing
+          FileETag Size
         </Location>
 
         """

@@ -11,11 +11,18 @@ public struct CacheDirectory: Sendable {
     public var controlSocketPath: String { path + "/control.sock" }
     var lockPath: String { path + "/lock" }
 
-    /// Creates the directory (mode 0700) and its `data/` folder when missing.
+    /// Creates the directory (mode 0700) and its `data/` folder when missing, and refuses a
+    /// directory another user could put files in (`DirectoryTrust`).
     public init(creatingAt path: String) throws {
         self.path = path
         for directory in [path, path + "/data"] {
             try Self.makeDirectory(directory)
+        }
+        try DirectoryTrust.check(cache: path)
+        // Cached data is private to its owner, also in a directory created readable by others.
+        for directory in [path, path + "/data"] {
+            var info = stat()
+            if stat(directory, &info) == 0, info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
         }
     }
 
@@ -61,10 +68,6 @@ public struct CacheDirectory: Sendable {
         guard stat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw CacheError("cache path \(directory) exists and is not a directory")
         }
-        // Cached data is private to its owner, also in a directory someone else created.
-        if info.st_uid == getuid(), info.st_mode & 0o077 != 0 {
-            chmod(directory, 0o700)
-        }
     }
 }
 
@@ -73,8 +76,8 @@ public final class CacheLock: Sendable {
     private let descriptor: Int32
 
     init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CacheError.system("cannot open \(path)") }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw CacheError.opening(path) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             throw CacheError("the cache directory \((path as NSString).deletingLastPathComponent) is in use by another rangefs mount")

@@ -16,6 +16,13 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         error as? CacheError ?? CacheError("\(error)")
     }
 
+    /// A cache file that could not be opened (with `O_NOFOLLOW`): a symbolic link where it
+    /// should be is named as such, since nothing of the cache is reached through one.
+    static func opening(_ path: String, errno code: Int32 = errno) -> CacheError {
+        guard code == ELOOP else { return system("cannot open cache file \(path)", errno: code) }
+        return CacheError("cache file \(path) is a symbolic link; it is not followed", errorNumber: code)
+    }
+
     /// An error from a failed system call, with errno's text.
     static func system(_ what: String, errno code: Int32 = errno) -> CacheError {
         CacheError("\(what): \(String(cString: strerror(code)))", errorNumber: code)

@@ -8,8 +8,8 @@ public final class DataFile: Sendable {
 
     /// Opens (creating, mode 0600) the file and gives it the remote size without allocating it.
     public init(path: String, size: UInt64) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CacheError.system("cannot open cache file \(path)") }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw CacheError.opening(path) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             close(fd)

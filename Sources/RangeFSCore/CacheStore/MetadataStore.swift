@@ -27,6 +27,8 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var size: UInt64
     public var etag: String?
     public var lastModified: String?
+    /// `lastModified` may go in `If-Range` (`RemoteValidator.lastModifiedIsStrong`).
+    public var lastModifiedIsStrong: Bool
     /// `Last-Modified` as seconds since 1970, for the file's mtime.
     public var modified: Double?
     public var blockSize: UInt64
@@ -41,7 +43,7 @@ public struct CachedFileRecord: Sendable, Equatable, Codable, FetchableRecord, P
     public var location: String?
 
     public var validator: RemoteValidator {
-        RemoteValidator(etag: etag, lastModified: lastModified)
+        RemoteValidator(etag: etag, lastModified: lastModified, lastModifiedIsStrong: lastModifiedIsStrong)
     }
 
     public var source: FetchSource {
@@ -139,6 +141,12 @@ public final class MetadataStore: Sendable {
             }
             for url in try String.fetchAll(db, sql: "SELECT url FROM listing") where CacheKey.of(url) != url {
                 try db.execute(sql: "UPDATE listing SET url = ? WHERE url = ?", arguments: [CacheKey.of(url), url])
+            }
+        }
+        migrator.registerMigration("v7-strong-dates") { db in
+            // Records from before it send no date in If-Range: whether theirs was strong is not known.
+            try db.alter(table: CachedFileRecord.databaseTableName) { table in
+                table.add(column: "lastModifiedIsStrong", .boolean).notNull().defaults(to: false)
             }
         }
         return migrator
@@ -254,9 +262,9 @@ public final class MetadataStore: Sendable {
     /// Remembers where the file's ranges are fetched from now (another mirror behind its URL).
     public func updateSource(url: String, _ source: FetchSource) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ? WHERE url = ?",
+            try db.execute(sql: "UPDATE cached_file SET location = ?, etag = ?, lastModified = ?, lastModifiedIsStrong = ? WHERE url = ?",
                            arguments: [CacheKey.storableLocation(source.location), source.validator.etag,
-                                       source.validator.lastModified, url])
+                                       source.validator.lastModified, source.validator.lastModifiedIsStrong, url])
         }
     }
 

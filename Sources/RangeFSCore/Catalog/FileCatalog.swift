@@ -34,8 +34,8 @@ public final class FileCatalog: Sendable {
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
     public var budget: CacheBudget { eviction.budget }
     private let usage = Mutex(FileUsage())
-    /// Servers found to ignore ranges (`scheme://host:port`), remembered across mounts.
-    private let rangeIgnoringServers: Mutex<Set<String>>
+    /// Servers found to ignore ranges (`scheme://host:port`), remembered across mounts for a while.
+    private let rangeIgnoringServers: Mutex<RangeIgnoringServers>
     /// Who hears of opens and of remote changes (`onFileOpened`, `onRemoteChange`).
     private let handlers = Mutex(Handlers())
     /// When a file was last opened (`DispatchTime` uptime, ns): a walk that opens files is a
@@ -81,7 +81,7 @@ public final class FileCatalog: Sendable {
         }
         let budget = CacheBudget(limits: limits, directory: environment.directory.path, initialBytes: cached)
         let ignoring = try environment.store.setting(Self.rangeIgnoringSetting) ?? ""
-        rangeIgnoringServers = Mutex(Set(ignoring.split(separator: "\n").map(String.init)))
+        rangeIgnoringServers = Mutex(RangeIgnoringServers(serialized: ignoring))
         // The parts call back into the catalog only through these closures, set up before any
         // file is made. `weak`: the parts live as long as the catalog, never longer.
         let catalog = WeakCatalog()
@@ -111,7 +111,8 @@ public final class FileCatalog: Sendable {
                     usage.openHandles[key, default: 0] += 1
                     return first
                 }
-                let handle = OpenFile(file: file, firstScan: firstOpen ? firstScanWatch(of: file, entry: index) : nil) { [self] in
+                let handle = OpenFile(file: file, firstScan: firstOpen ? firstScanWatch(of: file, entry: index) : nil,
+                                      reopen: { [self] found in self.file(forEntry: index, completion: found) }) { [self] in
                     usage.withLock { usage in
                         usage.openHandles[key, default: 1] -= 1
                         if usage.openHandles[key] == 0 { usage.openHandles[key] = nil }
@@ -201,10 +202,11 @@ public final class FileCatalog: Sendable {
     }
 
     func makeFile(record: CachedFileRecord, entry: ManifestEntry) -> CachedFile {
-        let ignoresRanges = rangeIgnoringServers.withLock { $0.contains(Self.server(of: entry.url)) }
+        let ignoresRanges = rangeIgnoringServers.withLock { $0.ignoresRanges(Self.server(of: entry.url), now: Date()) }
         let events = CachedFileEvents(invalidated: { [self] file in forget(file) },
                                       rejected: { [self] file in handlers.withLock { $0.remoteChange }?(file.url) },
                                       rangesIgnored: { [self] file in rememberRangesIgnored(by: file.url) },
+                                      rangesServed: { [self] file in rememberRangesServed(by: file.url) },
                                       cachedBytesChanged: { [eviction] delta in eviction.cachedBytesChanged(by: delta) },
                                       makeRoom: { [eviction] bytes in eviction.makeRoom(forRead: bytes) })
         return CachedFile(record: record, url: entry.url, mirrors: entry.mirrors, pieces: entry.pieces,
@@ -219,16 +221,32 @@ public final class FileCatalog: Sendable {
 
     static let rangeIgnoringSetting = "servers.ignoring-ranges"
 
-    /// Later files of that server go straight to one stream each, also after a remount.
+    /// The file at `url` answered a plain range request with the whole body: once enough files
+    /// of its server did, that server's later files go straight to one stream each, also after a
+    /// remount, for a while (`RangeIgnoringServers`).
     func rememberRangesIgnored(by url: URL) {
-        let servers = rangeIgnoringServers.withLock { servers -> [String]? in
-            guard servers.insert(Self.server(of: url)).inserted else { return nil }
-            return servers.sorted()
-        }
-        guard let servers else { return }
+        let now = Date()
+        storeRangeIgnoringServers(rangeIgnoringServers.withLock { servers in
+            let dropped = servers.dropExpired(now: now)
+            let marked = servers.rangesIgnored(by: Self.server(of: url), file: url.absoluteString, now: now)
+            return dropped || marked ? servers.serialized : nil
+        })
+    }
+
+    /// The server of `url` answered a range request with `206`: whatever was held against it is dropped.
+    func rememberRangesServed(by url: URL) {
+        let server = Self.server(of: url)
+        storeRangeIgnoringServers(rangeIgnoringServers.withLock { servers in
+            guard !servers.knowsNothing(of: server) else { return nil }
+            return servers.rangesServed(by: server) ? servers.serialized : nil
+        })
+    }
+
+    private func storeRangeIgnoringServers(_ serialized: String?) {
+        guard let serialized else { return }
         let store = environment.store
         environment.committer.schedule {
-            try? store.setSetting(Self.rangeIgnoringSetting, to: servers.joined(separator: "\n"))
+            try? store.setSetting(Self.rangeIgnoringSetting, to: serialized)
         }
     }
 

@@ -292,7 +292,7 @@ final class SizeDiscovery: Sendable {
                            location: URL?) -> CachedFileRecord {
         CachedFileRecord(
             url: key, dataName: Self.newDataName(), size: size,
-            etag: validator.etag, lastModified: validator.lastModified,
+            etag: validator.etag, lastModified: validator.lastModified, lastModifiedIsStrong: validator.lastModifiedIsStrong,
             modified: modified?.timeIntervalSince1970, blockSize: blockSize,
             bitmap: Data(BlockBitmap(blockCount: BlockLayout(fileSize: size, blockSize: blockSize).blockCount).serialized),
             state: size == 0 ? .complete : .remote, failure: nil,

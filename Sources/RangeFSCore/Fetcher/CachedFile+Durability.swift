@@ -88,7 +88,7 @@ extension CachedFile {
         guard rename(partial, final) == 0 || errno == ENOENT else {
             throw CacheError.system("cannot promote \(partial)")
         }
-        let folder = open(directory.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let folder = open(directory.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
         if folder >= 0 {
             fsync(folder)
             close(folder)

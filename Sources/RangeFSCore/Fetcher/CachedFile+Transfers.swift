@@ -6,10 +6,10 @@ import Synchronization
 extension CachedFile {
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
     func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
-        let (attempt, replyFile, prefetched, learnsVersion) = state.withLock {
+        let (attempt, replyFile, prefetched, learnsVersion, conditional) = state.withLock {
             // Raised (a reader waits on it), it is the reader's.
             ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground,
-             $0.plan.learnsVersion)
+             $0.plan.learnsVersion, $0.plan.sendsCondition)
         }
         let source: FetchSource
         switch attempt {
@@ -20,8 +20,9 @@ extension CachedFile {
                                    range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
                                    maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
+        request.conditional = conditional
+        let asked = request.url
         if learnsVersion {
-            let asked = request.url
             request.versionCheck = { [self] info in versionReplied(info, asked: asked) }
         }
         // The prefetcher's work (heads and tails included, which a waiting reader does not hold
@@ -37,6 +38,8 @@ extension CachedFile {
             // server that answers slowly would look slow and get ever smaller requests, each
             // paying its answer time again.
             let now = ContinuousClock.now
+            // The file's own server served a range: nothing is held against it (`RangeIgnoringServers`).
+            if case .success = result, !wholeBody, host == url.serverKey { events.rangesServed(self) }
             update { state in
                 if !background, case .success = result, let speed = state.plan.transfers[id]?.replyBytesPerSecond(at: now) {
                     environment.hostRates.record(speed, host: host, at: now)

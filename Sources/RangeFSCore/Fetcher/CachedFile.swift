@@ -126,7 +126,7 @@ public final class CachedFile: Sendable {
     public func openCompleteData() -> Int32? {
         state.withLock { state in
             guard state.plan.complete else { return nil }
-            let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC)
+            let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             return descriptor >= 0 ? descriptor : nil
         }
     }
@@ -167,7 +167,7 @@ public final class CachedFile: Sendable {
             do {
                 _ = try openDataFile(&state)
             } catch {
-                return [.fail(completion, FetchError(url, .cache(.from(error))))]
+                return [.log(.error, "\(url.redactedForDisplay): \(error)"), .fail(completion, FetchError(url, .cache(.from(error))))]
             }
             // A complete file's read asks no server: no source to rank, no host speed to look up.
             let hostSpeed = state.plan.complete ? nil : environment.hostRates.bytesPerSecond(
@@ -195,9 +195,9 @@ public final class CachedFile: Sendable {
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
     func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
-        let (source, pieces) = state.withLock { ($0.plan.preferredSource(now: .now), $0.plan.pieces) }
+        let (source, pieces, conditional) = state.withLock { ($0.plan.preferredSource(now: .now), $0.plan.pieces, $0.plan.sendsCondition) }
         let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
-                                 fileSize: layout.fileSize, validator: source.validator, pieces: pieces,
+                                 fileSize: layout.fileSize, validator: source.validator, pieces: pieces, conditional: conditional,
                                  environment: environment, budget: budget)
         reader.fetch(bytes, changed: { [self] why in
             update { $0.plan.remoteChanged(because: why) }
@@ -365,8 +365,10 @@ struct CachedFileEvents: Sendable {
     var invalidated: @Sendable (CachedFile) -> Void
     /// Its bytes failed the sha256 check and were dropped: whatever the kernel kept of them must go.
     var rejected: @Sendable (CachedFile) -> Void
-    /// Its server ignores ranges: the catalog remembers that for the host.
+    /// It answered a plain range request with the whole body: the catalog counts that against its server.
     var rangesIgnored: @Sendable (CachedFile) -> Void
+    /// Its server answered a range request with `206`: nothing is held against the server.
+    var rangesServed: @Sendable (CachedFile) -> Void
     /// Its cached bytes grew or shrank by this much.
     var cachedBytesChanged: @Sendable (Int64) -> Void
     /// A read needs room for this many bytes: evict idle files until they fit (or nothing more can go). Returns when done.

@@ -12,6 +12,8 @@ struct ReadThrough: Sendable {
     let fileSize: UInt64
     let validator: RemoteValidator
     var pieces: PieceHashes? = nil
+    /// Names the version in the request (`RangeRequest.conditional`), as the file's own transfers do.
+    var conditional = true
     let environment: FetchEnvironment
     let budget: CacheBudget
 
@@ -29,6 +31,7 @@ struct ReadThrough: Sendable {
         guard !bytes.isEmpty else { return completion(.success(ReadyBytes(file: memory, range: bytes))) }
         var request = RangeRequest(url: url, headers: headers, range: fetched, expectedSize: fileSize, validator: validator)
         request.readThrough = true
+        request.conditional = conditional
         environment.client.fetch(request, sink: { data, offset in
             (try? memory.write(data, at: offset)) != nil
         }, completion: { result in
@@ -44,6 +47,12 @@ struct ReadThrough: Sendable {
                 }
                 completion(.success(ReadyBytes(file: memory, range: bytes)))
             case .failure(let error):
+                if error == .conditionNotHonoured, conditional {
+                    // The whole body of the same version: asked again without the condition.
+                    var unconditional = self
+                    unconditional.conditional = false
+                    return unconditional.fetch(bytes, attempt: attempt, changed: changed, completion: completion)
+                }
                 if case .changed(let why) = error { changed(why) }
                 if let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
                     environment.metrics.retried()

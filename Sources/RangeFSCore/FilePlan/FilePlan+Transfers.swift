@@ -74,7 +74,11 @@ extension FilePlan {
             sourceSucceeded(transfer, now: now)
         case .failure(let error):
             let remainder = transfer.frontier..<transfer.bytes.upperBound
-            if let (handled, gone) = failedAtSource(id, error, now: now) {
+            if error == .conditionNotHonoured, !remainder.isEmpty, invalidated == nil {
+                // Not the source's fault and not a change: the same request without the condition.
+                actions += askWithoutCondition(id, remainder)
+                ended = false
+            } else if let (handled, gone) = failedAtSource(id, error, now: now) {
                 // A file with mirrors: another source takes the rest (`FilePlan+Sources`).
                 actions += handled
                 ended = gone
@@ -116,6 +120,25 @@ extension FilePlan {
         return actions
     }
 
+    /// The server answered a conditional range request with the whole body of the version
+    /// held (Apache refuses a date in `If-Range` for a file written within the last second):
+    /// the file's requests go without the condition from now on, their replies' validators
+    /// checked instead, and this one is asked again at once (it wrote nothing).
+    private mutating func askWithoutCondition(_ id: Int, _ remainder: Range<UInt64>) -> [Action] {
+        guard var transfer = transfers[id] else { return [] }
+        var actions: [Action] = []
+        if sendsCondition {
+            sendsCondition = false
+            actions.append(.log(.notice, "\(name): the server answered a conditional range request with the whole file; asking without the condition"))
+        }
+        if transfer.wholeBody { transfer.written = 0 }
+        transfer.rateSample = nil
+        transfers[id] = transfer
+        let retried = transfer.wholeBody ? transfer.bytes : remainder
+        actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency, wholeBody: transfer.wholeBody, after: .zero))
+        return actions
+    }
+
     /// What the budget promised an ended transfer and it did not write goes back.
     func releasing(_ transfer: Transfer) -> [Action] {
         transfer.reserved > 0 ? [.release(transfer.reserved)] : []
@@ -144,7 +167,7 @@ extension FilePlan {
         switch error {
         case .servedElsewhere:
             return true
-        case .changed, .cancelled, .rangesNotSupported, .localStorage:
+        case .changed, .cancelled, .rangesNotSupported, .conditionNotHonoured, .localStorage:
             return false
         case .status, .transport, .refused, .protocolViolation:
             // Transient trouble is retried where it is first; a final one leaves that mirror.

@@ -36,6 +36,9 @@ struct FilePlan {
     var lastFailure: String?
     /// The server ignores ranges: one stream from the start fills the file.
     var streamOnly: Bool
+    /// Range requests name the version they want (`If-Range`, `If-Match`); false once the
+    /// server answered one with the whole body of that same version (`conditionNotHonoured`).
+    var sendsCondition = true
     var rate = RateMeter()
     /// Set when the remote file changed (`.remoteChanged`), or when its bytes do not match the
     /// manifest's sha256 (`.rejected`): this version can never be completed or read again.

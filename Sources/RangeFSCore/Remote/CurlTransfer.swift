@@ -117,11 +117,8 @@ final class CurlTransfer {
             callerHeaders = request.headers
             if !request.wholeBody {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
-                switch configuration.dialect?.rangeCondition ?? .ifRange {
-                case .ifRange:
-                    if let ifRange = request.validator.ifRangeValue { headers["If-Range"] = ifRange }
-                case .ifMatch:
-                    if let etag = request.validator.etag { headers["If-Match"] = etag }
+                if let condition = request.conditionHeader(configuration.dialect?.rangeCondition ?? .ifRange) {
+                    headers[condition.name] = condition.value
                 }
             }
             if let rate = request.maxBytesPerSecond {

@@ -6,18 +6,52 @@ public struct RemoteValidator: Sendable, Equatable, Codable {
     public var etag: String?
     public var lastModified: String?
 
-    public init(etag: String?, lastModified: String?) {
+    /// `Last-Modified` was at least a second older than the `Date` of the reply that named it:
+    /// a strong validator (RFC 9110 §8.8.2.2), which `If-Range` may carry. A file written within
+    /// that second may be written again with the same date (Apache then refuses the date in
+    /// `If-Range`). Kept with the file's record; a kept listing's validator leaves it out.
+    public var lastModifiedIsStrong: Bool
+
+    enum CodingKeys: String, CodingKey { case etag, lastModified }
+
+    public init(etag: String?, lastModified: String?, lastModifiedIsStrong: Bool = false) {
         self.etag = etag
         self.lastModified = lastModified
+        self.lastModifiedIsStrong = lastModifiedIsStrong
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(etag: try container.decodeIfPresent(String.self, forKey: .etag),
+                  lastModified: try container.decodeIfPresent(String.self, forKey: .lastModified))
     }
 
     /// The server named no version at all (or it is not known yet).
     public var isEmpty: Bool { etag == nil && lastModified == nil }
 
-    /// A weak ETag (`W/"…"`) must not be used with `If-Range` (RFC 9110 §13.1.5); the date can be.
+    /// What `If-Range` may carry (RFC 9110 §13.1.5): a strong ETag; without an ETag, a strong
+    /// date; else nothing, and the reply's validators are checked instead. A weak ETag never
+    /// (it would not match), nor the date beside it: the server that weakened the ETag may
+    /// not honour the date either (Apache compares it with the file's sub-second mtime and
+    /// answers with the whole file).
     public var ifRangeValue: String? {
-        if let etag, !etag.hasPrefix("W/") { return etag }
-        return lastModified
+        if let etag { return Self.isWeak(etag) ? nil : etag }
+        return lastModifiedIsStrong ? lastModified : nil
+    }
+
+    static func isWeak(_ etag: String) -> Bool {
+        etag.hasPrefix("W/")
+    }
+
+    /// Whether two ETags name the same version under weak comparison (RFC 9110 §8.8.3.2): their
+    /// opaque tags are equal, weak or not. Apache names a file written within the last second
+    /// `W/"x"` and the same file a second later `"x"`.
+    static func sameVersion(_ one: String, _ other: String) -> Bool {
+        opaqueTag(one) == opaqueTag(other)
+    }
+
+    private static func opaqueTag(_ etag: String) -> Substring {
+        isWeak(etag) ? etag.dropFirst(2) : Substring(etag)
     }
 }
 
@@ -124,6 +158,10 @@ public struct RangeRequest: Sendable {
     public var wholeBody: Bool
     /// A read the cache has no room for: its bytes go to the reader without being stored.
     public var readThrough = false
+    /// The request names its version (`If-Range` or `If-Match`, where the validator allows);
+    /// false once the file's server answered such a request with the whole body of that same
+    /// version (`RemoteError.conditionNotHonoured`): the reply's validators are checked instead.
+    public var conditional = true
     /// Set when the request went out before its file's version was known (a file made from a
     /// listing's stated size, not probed): told the version its reply names, on the transfer's
     /// thread before any body byte is used; an error refuses the reply.
@@ -142,6 +180,15 @@ public struct RangeRequest: Sendable {
         self.urgency = urgency
         self.maxBytesPerSecond = maxBytesPerSecond
         self.wholeBody = wholeBody
+    }
+
+    /// The header that names the version wanted, if the request sends one.
+    func conditionHeader(_ condition: RangeCondition) -> (name: String, value: String)? {
+        guard conditional, !wholeBody else { return nil }
+        switch condition {
+        case .ifRange: return validator.ifRangeValue.map { ("If-Range", $0) }
+        case .ifMatch: return validator.etag.map { ("If-Match", $0) }
+        }
     }
 
     /// The bytes still wanted: `range` up to where the plan cut the transfer short
@@ -163,6 +210,11 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
     case refused(String)
     /// A `200` reply to a range request without `If-Range`: the server ignores ranges.
     case rangesNotSupported
+    /// A `200` with the whole body, of the version held, to a range request that named that
+    /// version (`If-Range`, `If-Match`): the server did not take the validator (a weak date, a
+    /// condition it does not support). Says nothing of ranges: the request is asked again
+    /// without the condition.
+    case conditionNotHonoured
     /// The remote file is no longer the version the cache holds.
     case changed(String)
     /// A redirect led somewhere other than where the cached version's validator comes from, and
@@ -182,6 +234,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
             return "HTTP status \(code)" + (detail.map { " (\($0))" } ?? "") + (retryAfter.map { " (Retry-After \($0))" } ?? "")
         case .transport(let message), .refused(let message): return message
         case .rangesNotSupported: return "server ignored the Range header (answered 200)"
+        case .conditionNotHonoured: return "server answered a conditional range request with the whole body of the same version"
         case .changed(let why): return "remote file changed: \(why)"
         case .servedElsewhere(let why): return "a redirect led to another copy (\(why))"
         case .protocolViolation(let why): return why
@@ -195,7 +248,7 @@ public enum RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .status(let code, _, let detail): return code == 408 || code == 429 || code >= 500 || detail?.isTransient == true
         case .transport, .protocolViolation: return true
-        case .refused, .rangesNotSupported, .changed, .servedElsewhere, .localStorage, .cancelled: return false
+        case .refused, .rangesNotSupported, .conditionNotHonoured, .changed, .servedElsewhere, .localStorage, .cancelled: return false
         }
     }
 

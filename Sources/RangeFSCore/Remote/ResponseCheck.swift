@@ -16,7 +16,17 @@ struct ResponseFacts: Sendable {
     }
 
     var validator: RemoteValidator {
-        RemoteValidator(etag: header("ETag"), lastModified: header("Last-Modified"))
+        let lastModified = header("Last-Modified")
+        return RemoteValidator(etag: header("ETag"), lastModified: lastModified,
+                               lastModifiedIsStrong: lastModified.map { Self.isStrong(lastModified: $0, date: header("Date")) } ?? false)
+    }
+
+    /// A date is a strong validator when it is at least a second older than the reply's `Date`
+    /// (RFC 9110 §8.8.2.2); without a `Date` it cannot be told.
+    static func isStrong(lastModified: String, date: String?) -> Bool {
+        guard let date, let sent = RFC822Date.parse(date)?.date,
+              let modified = RFC822Date.parse(lastModified)?.date else { return false }
+        return sent.timeIntervalSince(modified) >= 1
     }
 }
 
@@ -43,17 +53,19 @@ enum ResponseCheck {
             if let length = reply.contentLength, length != UInt64(request.range.count) {
                 return .protocolViolation("Content-Length \(length) disagrees with Content-Range: \(text)")
             }
-            if let expected = request.validator.etag, let etag = reply.header("ETag"), etag != expected {
-                return versionMismatch("ETag was \(expected), now \(etag)", redirected: reply.redirected)
+            // Without a condition sent (a weak validator), this check is the only one.
+            if let why = partialReplyChange(from: request.validator, to: reply.validator) {
+                return versionMismatch(why, redirected: reply.redirected)
             }
             return nil
         case 200:
-            // A 200 to If-Range means "changed", unless the reply names the very version we
-            // hold: then the server simply ignores ranges.
+            // The whole body of another version: a change. Of the version held, in answer to a
+            // request that named it: the server did not take the condition, which says nothing
+            // of ranges. Only a plain range request answered so shows that ranges are ignored.
             if let why = versionChange(from: request.validator, to: reply.validator) {
                 return versionMismatch(why, redirected: reply.redirected)
             }
-            return .rangesNotSupported
+            return request.conditionHeader(condition) == nil ? .rangesNotSupported : .conditionNotHonoured
         case 416:
             return .changed("range not satisfiable (the file is shorter now)")
         case 412 where condition == .ifMatch && request.validator.etag != nil:
@@ -117,12 +129,27 @@ enum ResponseCheck {
 
     /// How the reply's version differs from `validator`, or nil when it is the same (or cannot
     /// be told: a server that sends no validator at all).
+    /// ETags are compared weakly (`RemoteValidator.sameVersion`).
     static func versionChange(from validator: RemoteValidator, to reply: RemoteValidator) -> String? {
         if let expected = validator.etag {
-            return reply.etag == expected ? nil : "ETag was \(expected), now \(reply.etag ?? "none")"
+            if let etag = reply.etag, RemoteValidator.sameVersion(etag, expected) { return nil }
+            return "ETag was \(expected), now \(reply.etag ?? "none")"
         }
         if let expected = validator.lastModified {
             return reply.lastModified == expected ? nil : "Last-Modified was \(expected), now \(reply.lastModified ?? "none")"
+        }
+        return nil
+    }
+
+    /// How a `206`'s validators differ from `validator`: only those the reply names are
+    /// compared (a server may leave them out of partial replies).
+    private static func partialReplyChange(from validator: RemoteValidator, to reply: RemoteValidator) -> String? {
+        if let expected = validator.etag {
+            guard let etag = reply.etag else { return nil }
+            return RemoteValidator.sameVersion(etag, expected) ? nil : "ETag was \(expected), now \(etag)"
+        }
+        if let expected = validator.lastModified, let modified = reply.lastModified, modified != expected {
+            return "Last-Modified was \(expected), now \(modified)"
         }
         return nil
     }
