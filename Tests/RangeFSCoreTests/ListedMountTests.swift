@@ -155,6 +155,20 @@ struct ListedMountTests {
         #expect(asked.filter { $0.hasSuffix("/top/Broken/") }.count == 2, "\(asked)")
     }
 
+    @Test func aListingPastTheMountsLimitOfNamesGivesEIOAndTheOthersStayShown() throws {
+        var settings = ListedDirectories.Settings()
+        // The top's three names and Artist's one fit; Album's one more does not.
+        settings.maxEntries = 4
+        let mount = try ListedHarness(files: ["song.mp3": Self.song], listings: Self.listings, settings: settings)
+        let artist = try #require(try mount.lookup("Artist").value)
+        let album = try #require(try mount.lookup("Album", in: artist.inode).value)
+        let refused = try FilesystemHarness.wait { mount.filesystem.openDirectory(album.inode, completion: $0) }
+        #expect(refused.error?.errno == EIO)
+        #expect(try mount.lookup("song.mp3", in: album.inode).error?.errno == EIO)
+        #expect(try mount.names(of: Namespace.rootInode) == ["Artist", "Broken", "intro.mp3"])
+        #expect(try mount.names(of: artist.inode) == ["Album"])
+    }
+
     @Test func manyLooksAtOneDirectoryListItOnceAndListingsRunABoundedNumberAtOnce() throws {
         let mount = try ListedHarness(files: [:], listings: { server in
             var table: [String: Result<[WebListingEntry], FetchError>] = [:]
