@@ -48,6 +48,10 @@ public final class ListedDirectories: Sendable {
         var recorded = 0
         /// The latest record a show held.
         var shown = 0
+        /// Directories whose page came but cannot be read (not a listing, or more names than
+        /// the mount holds), with why and until when: asking again would bring the same page,
+        /// so looks at them fail at once until the listing's age limit passes.
+        var unreadable: [String: (error: FetchError, until: Date)] = [:]
         /// Listed, but the mount does not show that listing yet (by the number of its record):
         /// a caller waits for the show.
         var unshown: [String: Int] = [:]
@@ -123,9 +127,10 @@ public final class ListedDirectories: Sendable {
         let key = path?.description ?? ""
         let now = Date()
         let maxAge = settings.maxAge.timeInterval
-        enum Next { case answer, wait, answerAndRevalidate, waitForShow }
+        enum Next { case answer, wait, answerAndRevalidate, waitForShow, fail(FetchError) }
         let next = state.withLock { state -> Next in
             guard state.tree.url(of: key) != nil else { return .answer }
+            if let known = state.unreadable[key], known.until > now { return .fail(known.error) }
             if let record = state.unshown[key] {
                 // The show that has it is on its way (`finished` queued it).
                 state.waitingForShow.append((record, completion))
@@ -156,6 +161,8 @@ public final class ListedDirectories: Sendable {
             startQueued()
         case .waitForShow:
             break
+        case .fail(let error):
+            completion(.failure(error))
         case .answerAndRevalidate:
             completion(.success(()))
             startQueued()
@@ -166,10 +173,12 @@ public final class ListedDirectories: Sendable {
     /// `du`, `ls -R`) opens a directory's subdirectories one after another, and listing the
     /// next ones while it reads this one keeps several round trips in flight.
     public func listAhead(_ paths: [EntryPath]) {
+        let now = Date()
         let queued = state.withLock { state -> Bool in
             var queued = false
             for path in paths.map(\.description) where state.waiting[path] == nil {
-                guard state.tree.url(of: path) != nil, !state.tree.isListed(path) else { continue }
+                guard state.tree.url(of: path) != nil, !state.tree.isListed(path),
+                      (state.unreadable[path]?.until ?? now) <= now else { continue }
                 state.waiting[path] = []
                 state.queue.putLast(path)
                 queued = true
@@ -321,8 +330,10 @@ public final class ListedDirectories: Sendable {
             }
             result = .failure(refusal)
         }
+        let until = Date() + settings.maxAge.timeInterval
         let (waiting, wasListed) = state.withLock { state in
             state.started.remove(path)
+            if case .failure(let error) = result, case .unreadableListing = error.reason { state.unreadable[path] = (error, until) }
             return (state.waiting.removeValue(forKey: path) ?? [], state.tree.isListed(path))
         }
         switch result {
@@ -358,6 +369,7 @@ public final class ListedDirectories: Sendable {
                     "its \(children.count) names would bring the names listed in this mount past \(limit) (--max-listed-entries)")))
             }
             state.recorded += 1
+            state.unreadable[path] = nil
             state.unshown[path] = state.recorded
             alsoLocked(&state, state.recorded)
             var refused: [(name: String, refusal: ListedTree.Refusal)] = []
