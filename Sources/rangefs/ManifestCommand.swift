@@ -45,6 +45,9 @@ struct ManifestCommand: ParsableCommand {
     @Option(help: "Listings fetched at once.")
     var maxListings: Int = 4
 
+    @Option(help: "The most names the listings may show together; a directory whose listing would go past it is not listed.")
+    var maxListedEntries: Int = ListedDirectories.Settings.defaultMaxEntries
+
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), e.g. for a protected listing; never written into the manifest.")
     var headers: [String] = []
 
@@ -60,6 +63,7 @@ struct ManifestCommand: ParsableCommand {
     func validate() throws {
         guard maxDepth >= 0 else { throw ValidationError("--max-depth must be 0 or more") }
         guard (1...64).contains(maxListings) else { throw ValidationError("--max-listings must be 1 to 64") }
+        guard maxListedEntries >= 1 else { throw ValidationError("--max-listed-entries must be 1 or more") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file \(caFile) cannot be read")
         }
@@ -86,9 +90,11 @@ struct ManifestCommand: ParsableCommand {
         var settings = ListedDirectories.Settings()
         settings.maxDepth = maxDepth
         settings.maxInFlight = maxListings
+        settings.maxEntries = maxListedEntries
         let headers = try HeaderArguments.parse(headers)
-        let lister: any DirectoryLister = bucket.map { BucketLister(client: client, address: $0.address, logger: notes) }
-            ?? WebDirectoryLister(client: client, headers: headers, headersOrigin: root, logger: notes)
+        let lister: any DirectoryLister = bucket.map {
+            BucketLister(client: client, address: $0.address, maxEntries: maxListedEntries, logger: notes)
+        } ?? WebDirectoryLister(client: client, headers: headers, headersOrigin: root, maxEntries: maxListedEntries, logger: notes)
         let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }
         // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
         let failures = tree.listEverything(timeout: .seconds(86_400))

@@ -86,6 +86,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: "How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.")
     var dirCacheTime: String = "5m"
 
+    @Option(help: "The most names a web directory's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
+    var maxListedEntries: Int = ListedDirectories.Settings.defaultMaxEntries
+
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
     var cacheDir: String?
 
@@ -178,6 +181,7 @@ struct MountCommand: ParsableCommand {
                 throw ValidationError("--metrics-address: \(error)")
             }
         }
+        guard maxListedEntries >= 1 else { throw ValidationError("--max-listed-entries must be 1 or more") }
         if DurationText.parse(dirCacheTime) == nil {
             throw ValidationError("--dir-cache-time must be a duration such as 30s, 5m or 1h (got '\(dirCacheTime)')")
         }
@@ -272,6 +276,7 @@ struct MountCommand: ParsableCommand {
         if maxRate != nil { prefetchConfiguration.maxHeadTransfers = maxDownloads }
         var listingSettings = ListedDirectories.Settings()
         listingSettings.maxAge = DurationText.parse(dirCacheTime)!
+        listingSettings.maxEntries = maxListedEntries
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { MountRunner.Listing(root: $0, bucket: bucket?.address, settings: listingSettings) },
                                  mountpoint: mountPath, cachePath: cachePath,

@@ -208,8 +208,11 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let lister: any DirectoryLister = listing.bucket.map { BucketLister(client: client, address: $0, policy: policy, logger: logger) }
-            ?? WebDirectoryLister(client: client, headers: loader.headers, headersOrigin: listing.root, policy: policy, logger: logger)
+        let maxEntries = listing.settings.maxEntries
+        let lister: any DirectoryLister = listing.bucket.map {
+            BucketLister(client: client, address: $0, policy: policy, maxEntries: maxEntries, logger: logger)
+        } ?? WebDirectoryLister(client: client, headers: loader.headers, headersOrigin: listing.root, policy: policy,
+                                maxEntries: maxEntries, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in

@@ -66,6 +66,7 @@ enum MountSettings {
         .value("--proxy", example: "http://proxy:3128") { $0.proxy },
         .value("--metrics-address", example: "127.0.0.1:9464") { $0.metricsAddress },
         .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
+        .value("--max-listed-entries", example: "500000") { String($0.maxListedEntries) },
         .value("--endpoint", example: "http://127.0.0.1:9000") { $0.bucketOptions.endpoint },
         .switchFlag("--path-style") { $0.bucketOptions.pathStyle },
         .value("--region", example: "eu-west-1") { $0.bucketOptions.region },

@@ -155,6 +155,46 @@ struct ListedMountTests {
         #expect(asked.filter { $0.hasSuffix("/top/Broken/") }.count == 2, "\(asked)")
     }
 
+    @Test func aListingPastTheMountsLimitOfNamesGivesEIOAndTheOthersStayShown() throws {
+        var settings = ListedDirectories.Settings()
+        // The top's three names and Artist's one fit; Album's one more does not.
+        settings.maxEntries = 4
+        let mount = try ListedHarness(files: ["song.mp3": Self.song], listings: Self.listings, settings: settings)
+        let artist = try #require(try mount.lookup("Artist").value)
+        let album = try #require(try mount.lookup("Album", in: artist.inode).value)
+        let refused = try FilesystemHarness.wait { mount.filesystem.openDirectory(album.inode, completion: $0) }
+        #expect(refused.error?.errno == EIO)
+        #expect(try mount.lookup("song.mp3", in: album.inode).error?.errno == EIO)
+        #expect(try mount.names(of: Namespace.rootInode) == ["Artist", "Broken", "intro.mp3"])
+        #expect(try mount.names(of: artist.inode) == ["Album"])
+    }
+
+    /// `listings`, but Broken's page came and is no listing.
+    static func listingsWithAnUnreadablePage(_ server: FaultServer) -> [String: Result<[WebListingEntry], FetchError>] {
+        var table = listings(server)
+        let broken = server.url("top/Broken/")
+        table[broken.absoluteString] = .failure(FetchError(broken, .unreadableListing("not a directory listing")))
+        return table
+    }
+
+    @Test func aPageThatCannotBeReadIsNotAskedForAgainUntilTheListingsAgeLimit() throws {
+        let mount = try ListedHarness(files: [:], listings: Self.listingsWithAnUnreadablePage)
+        let broken = try #require(try mount.lookup("Broken").value)
+        for _ in 0..<3 {
+            let failure = try FilesystemHarness.wait { mount.filesystem.openDirectory(broken.inode, completion: $0) }
+            #expect(failure.error?.errno == EIO)
+        }
+        let asked = mount.lister.askedURLs
+        #expect(asked.filter { $0.hasSuffix("/top/Broken/") }.count == 1, "the same page would come again: \(asked)")
+
+        var settings = ListedDirectories.Settings()
+        settings.maxAge = .zero
+        let again = try ListedHarness(files: [:], listings: Self.listingsWithAnUnreadablePage, settings: settings)
+        let brokenAgain = try #require(try again.lookup("Broken").value)
+        for _ in 0..<2 { _ = try FilesystemHarness.wait { again.filesystem.openDirectory(brokenAgain.inode, completion: $0) } }
+        #expect(again.lister.askedURLs.filter { $0.hasSuffix("/top/Broken/") }.count == 2, "past the age limit it is asked again")
+    }
+
     @Test func manyLooksAtOneDirectoryListItOnceAndListingsRunABoundedNumberAtOnce() throws {
         let mount = try ListedHarness(files: [:], listings: { server in
             var table: [String: Result<[WebListingEntry], FetchError>] = [:]

@@ -89,6 +89,28 @@ struct ListedTreeTests {
         #expect(tree.isListed("kept") && !tree.isListed("old2") && tree.url(of: "old/inner") == nil)
     }
 
+    @Test func theNamesShownAreCountedAcrossListingsAgainstTheLimit() {
+        var tree = ListedTree(root: Self.root, maxEntries: 4)
+        _ = tree.record([Self.directory("old", "old/"), Self.file("a.mp3")], at: "")
+        _ = tree.record([Self.file("o1.mp3", "old/o1.mp3"), Self.file("o2.mp3", "old/o2.mp3")], at: "old")
+        #expect(tree.entryCount == 4)
+        #expect(!tree.fits(1, at: "new") && tree.fits(2, at: "old"), "a listing replaced makes room")
+        #expect(tree.fits(2, at: "") && !tree.fits(3, at: ""))
+        // The top listed again without `old`: what was below it goes, and its names with it.
+        _ = tree.record([Self.file("a.mp3")], at: "")
+        #expect(tree.entryCount == 1 && tree.fits(3, at: "") && !tree.fits(5, at: ""))
+    }
+
+    @Test func aKeptListingPastTheLimitIsNotShownAgain() {
+        let kept = StoredListing(children: [Self.file("a.mp3"), Self.file("b.mp3")], validator: nil, listedAt: Date())
+        var roomy = ListedTree(root: Self.root, maxEntries: 2)
+        roomy.restore(from: [Self.root.absoluteString: kept])
+        #expect(roomy.isListed("") && roomy.entryCount == 2)
+        var tight = ListedTree(root: Self.root, maxEntries: 1)
+        tight.restore(from: [Self.root.absoluteString: kept])
+        #expect(!tight.isListed("") && tight.entryCount == 0, "listed again when looked at, and refused then")
+    }
+
     @Test func aFileAndADirectoryDifferingOnlyInCaseAreBothShown() {
         var tree = ListedTree(root: Self.root)
         _ = tree.record([Self.file("Song"), Self.directory("song", "song/")], at: "")

@@ -108,6 +108,16 @@ extension ProcessInfo {
         return true
     }
 
+    /// The CPU time the process has used, user and system (nil when it is gone).
+    static func cpuSeconds(of pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // After the command's `)`: state is the first field, utime the 12th and stime the 13th.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// The process stopped itself or was stopped (state `T` in /proc/PID/stat).
     static func isStopped(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

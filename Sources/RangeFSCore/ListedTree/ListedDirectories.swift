@@ -41,10 +41,17 @@ public final class ListedDirectories: Sendable {
         var tree: ListedTree
         /// Callers waiting per directory path; a path here is queued or being listed.
         var waiting: [String: [Completion]] = [:]
-        var queue: [String] = []
-        var inFlight = 0
+        var queue = ListingQueue()
+        /// The paths being listed.
+        var started: Set<String> = []
         /// Listings recorded so far: the number of the latest.
         var recorded = 0
+        /// The latest record a show held.
+        var shown = 0
+        /// Directories whose page came but cannot be read (not a listing, or more names than
+        /// the mount holds), with why and until when: asking again would bring the same page,
+        /// so looks at them fail at once until the listing's age limit passes.
+        var unreadable: [String: (error: FetchError, until: Date)] = [:]
         /// Listed, but the mount does not show that listing yet (by the number of its record):
         /// a caller waits for the show.
         var unshown: [String: Int] = [:]
@@ -59,6 +66,10 @@ public final class ListedDirectories: Sendable {
         public var maxDepth = 32
         /// A listing older than this is asked again when next looked at (`--dir-cache-time`).
         public var maxAge: Duration = .seconds(300)
+        /// The most names the listed directories show together (`--max-listed-entries`); a
+        /// listing that would go past it is refused, and its directory cannot be read.
+        public var maxEntries = Self.defaultMaxEntries
+        public static let defaultMaxEntries = 100_000
 
         public init() {}
     }
@@ -82,7 +93,7 @@ public final class ListedDirectories: Sendable {
                 stored: [String: StoredListing] = [:], logger: Logger,
                 save: @escaping @Sendable (URL, StoredListing) -> Void = { _, _ in },
                 onChange: @escaping @Sendable (Snapshot) -> Void) {
-        var tree = ListedTree(root: root, maxDepth: settings.maxDepth)
+        var tree = ListedTree(root: root, maxDepth: settings.maxDepth, maxEntries: settings.maxEntries)
         tree.restore(from: stored)
         state = Mutex(State(tree: tree))
         self.lister = lister
@@ -116,9 +127,10 @@ public final class ListedDirectories: Sendable {
         let key = path?.description ?? ""
         let now = Date()
         let maxAge = settings.maxAge.timeInterval
-        enum Next { case answer, wait, answerAndRevalidate, waitForShow }
+        enum Next { case answer, wait, answerAndRevalidate, waitForShow, fail(FetchError) }
         let next = state.withLock { state -> Next in
             guard state.tree.url(of: key) != nil else { return .answer }
+            if let known = state.unreadable[key], known.until > now { return .fail(known.error) }
             if let record = state.unshown[key] {
                 // The show that has it is on its way (`finished` queued it).
                 state.waitingForShow.append((record, completion))
@@ -128,20 +140,17 @@ public final class ListedDirectories: Sendable {
                 // Stale: asked again in the background (once), the caller goes on with what is known.
                 guard state.tree.isStale(key, now: now, maxAge: maxAge), state.waiting[key] == nil else { return .answer }
                 state.waiting[key] = []
-                state.queue.append(key)
+                state.queue.putLast(key)
                 return .answerAndRevalidate
             }
             if state.waiting[key] != nil {
                 state.waiting[key]!.append(completion)
                 // Queued ahead of need: someone waits for it now, so it goes first.
-                if let queued = state.queue.firstIndex(of: key) {
-                    state.queue.remove(at: queued)
-                    state.queue.insert(key, at: 0)
-                }
+                if !state.started.contains(key) { state.queue.putFirst(key) }
             } else {
                 state.waiting[key] = [completion]
                 // Before the listings asked for ahead of need.
-                state.queue.insert(key, at: 0)
+                state.queue.putFirst(key)
             }
             return .wait
         }
@@ -152,6 +161,8 @@ public final class ListedDirectories: Sendable {
             startQueued()
         case .waitForShow:
             break
+        case .fail(let error):
+            completion(.failure(error))
         case .answerAndRevalidate:
             completion(.success(()))
             startQueued()
@@ -162,12 +173,14 @@ public final class ListedDirectories: Sendable {
     /// `du`, `ls -R`) opens a directory's subdirectories one after another, and listing the
     /// next ones while it reads this one keeps several round trips in flight.
     public func listAhead(_ paths: [EntryPath]) {
+        let now = Date()
         let queued = state.withLock { state -> Bool in
             var queued = false
             for path in paths.map(\.description) where state.waiting[path] == nil {
-                guard state.tree.url(of: path) != nil, !state.tree.isListed(path) else { continue }
+                guard state.tree.url(of: path) != nil, !state.tree.isListed(path),
+                      (state.unreadable[path]?.until ?? now) <= now else { continue }
                 state.waiting[path] = []
-                state.queue.append(path)
+                state.queue.putLast(path)
                 queued = true
             }
             return queued
@@ -223,7 +236,8 @@ public final class ListedDirectories: Sendable {
             group.enter()
             lister.list(url, heldVersion: validator) { [self] result in
                 switch result {
-                case .success(let answer): record(answer, at: path)
+                case .success(let answer):
+                    if let refusal = record(answer, at: path) { failures.withLock { $0.append(refusal) } }
                 case .failure(let error): failures.withLock { $0.append(error) }
                 }
                 group.leave()
@@ -237,14 +251,20 @@ public final class ListedDirectories: Sendable {
 
     /// Shows the tree as it is now, after every change queued before (for `rangefs refresh`).
     public func showNow() {
-        publisher.sync { show() }
+        publisher.sync { show(evenUnchanged: true) }
     }
 
     /// Shows the tree as it is, then answers the callers who waited for a listing in it. Runs
-    /// on `publisher` only, so trees are shown in the order they were known.
-    private func show() {
-        let (shownRecord, snapshot) = state.withLock { ($0.recorded, $0.tree.snapshot(source: source)) }
-        onChange(snapshot)
+    /// on `publisher` only, so trees are shown in the order they were known. Listings that came
+    /// while a show ran are all shown by the next one; the shows queued for them after it find
+    /// nothing new and cost nothing (showing a tree costs time in the number of its names).
+    private func show(evenUnchanged: Bool = false) {
+        let (shownRecord, snapshot) = state.withLock { state -> (Int, Snapshot?) in
+            guard evenUnchanged || state.recorded > state.shown else { return (state.recorded, nil) }
+            state.shown = state.recorded
+            return (state.recorded, state.tree.snapshot(source: source))
+        }
+        if let snapshot { onChange(snapshot) }
         // Only now is it shown; what was recorded since waits for the next show.
         let answered = state.withLock { state in
             state.unshown = state.unshown.filter { $0.value > shownRecord }
@@ -277,8 +297,9 @@ public final class ListedDirectories: Sendable {
 
     private func nextToList() -> (String, URL, RemoteValidator?)? {
         state.withLock { state in
-            while state.inFlight < settings.maxInFlight, !state.queue.isEmpty {
-                let path = state.queue.removeFirst()
+            while state.started.count < settings.maxInFlight, let path = state.queue.next() {
+                // Put first after it was put last, or listed since: listed once.
+                guard state.waiting[path] != nil, !state.started.contains(path) else { continue }
                 guard let directory = state.tree.directories[path] else {
                     // Gone since it was queued (its parent was listed again without it).
                     for completion in state.waiting.removeValue(forKey: path) ?? [] {
@@ -286,7 +307,7 @@ public final class ListedDirectories: Sendable {
                     }
                     continue
                 }
-                state.inFlight += 1
+                state.started.insert(path)
                 // Only a listing held may be asked for conditionally.
                 return (path, directory.url, directory.children == nil ? nil : directory.validator)
             }
@@ -295,18 +316,24 @@ public final class ListedDirectories: Sendable {
     }
 
     private func finished(_ path: String, _ result: Result<ListingAnswer, FetchError>) {
+        var result = result
         if case .success(let answer) = result {
             // Recorded, and its callers moved to wait for the show, at once: a look in between
             // neither lists it again nor finds it listed before the mount shows it.
-            record(answer, at: path) { state, record in
-                state.inFlight -= 1
+            let refusal = record(answer, at: path) { state, record in
+                state.started.remove(path)
                 state.waitingForShow += (state.waiting.removeValue(forKey: path) ?? []).map { (record, $0) }
             }
-            publisher.async { [self] in show() }
-            return startQueued()
+            guard let refusal else {
+                publisher.async { [self] in show() }
+                return startQueued()
+            }
+            result = .failure(refusal)
         }
+        let until = Date() + settings.maxAge.timeInterval
         let (waiting, wasListed) = state.withLock { state in
-            state.inFlight -= 1
+            state.started.remove(path)
+            if case .failure(let error) = result, case .unreadableListing = error.reason { state.unreadable[path] = (error, until) }
             return (state.waiting.removeValue(forKey: path) ?? [], state.tree.isListed(path))
         }
         switch result {
@@ -324,11 +351,25 @@ public final class ListedDirectories: Sendable {
     }
 
     /// Records a listing (or its confirmation) and, under the same lock, does `alsoLocked`;
-    /// the mount shows it at the next `show()`.
-    private func record(_ answer: ListingAnswer, at path: String, alsoLocked: (inout State, Int) -> Void = { _, _ in }) {
+    /// the mount shows it at the next `show()`. A listing with more names than the mount has
+    /// room for is not recorded (nor `alsoLocked` done): returns why.
+    @discardableResult
+    private func record(_ answer: ListingAnswer, at path: String,
+                        alsoLocked: (inout State, Int) -> Void = { _, _ in }) -> FetchError? {
         let now = Date()
-        let (refused, stored) = state.withLock { state in
+        enum Outcome {
+            case recorded(refused: [(name: String, refusal: ListedTree.Refusal)], stored: (URL, StoredListing)?)
+            case tooMany(FetchError)
+        }
+        let outcome = state.withLock { state -> Outcome in
+            if case .listed(let children, _, _, _) = answer, !state.tree.fits(children.count, at: path),
+               let url = state.tree.url(of: path) {
+                let limit = state.tree.maxEntries
+                return .tooMany(FetchError(url, .unreadableListing(
+                    "its \(children.count) names would bring the names listed in this mount past \(limit) (--max-listed-entries)")))
+            }
             state.recorded += 1
+            state.unreadable[path] = nil
             state.unshown[path] = state.recorded
             alsoLocked(&state, state.recorded)
             var refused: [(name: String, refusal: ListedTree.Refusal)] = []
@@ -338,7 +379,12 @@ public final class ListedDirectories: Sendable {
             case .listed(let children, let validator, let place, _):
                 refused = state.tree.record(children, at: path, from: place, validator: validator, listedAt: now)
             }
-            return (refused, state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })
+            return .recorded(refused: refused, stored: state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })
+        }
+        let refused: [(name: String, refusal: ListedTree.Refusal)], stored: (URL, StoredListing)?
+        switch outcome {
+        case .tooMany(let error): return error
+        case .recorded(let recordedRefusals, let recordedListing): (refused, stored) = (recordedRefusals, recordedListing)
         }
         for (name, refusal) in refused {
             // An empty name: the directory's own page, which came from elsewhere.
@@ -346,6 +392,7 @@ public final class ListedDirectories: Sendable {
             logger.notice("\(shown): not shown, \(Self.describe(refusal))")
         }
         if let (url, listing) = stored { save(url, listing) }
+        return nil
     }
 
     private static func name(_ path: String) -> String {
@@ -370,5 +417,39 @@ extension Array {
             if belongs(element) { yes.append(element) } else { no.append(element) }
         }
         return (yes, no)
+    }
+}
+
+/// The directories waiting to be listed: those a caller waits on first, the latest of them
+/// first, then those asked for ahead of need in the order asked. Each step costs the same
+/// however many wait (a walk of a tree of 100,000 directories queues them all).
+struct ListingQueue {
+    /// Waited on; the last put is taken first.
+    private var waitedOn: [String] = []
+    /// Ahead of need, in the order asked, from `aheadStart` on.
+    private var ahead: [String] = []
+    private var aheadStart = 0
+
+    mutating func putFirst(_ path: String) {
+        waitedOn.append(path)
+    }
+
+    mutating func putLast(_ path: String) {
+        ahead.append(path)
+    }
+
+    /// The next path to list. A path put first after it was put last comes out twice: the
+    /// caller skips what it lists already.
+    mutating func next() -> String? {
+        if let path = waitedOn.popLast() { return path }
+        guard aheadStart < ahead.count else { return nil }
+        let path = ahead[aheadStart]
+        aheadStart += 1
+        // Taken paths are dropped once they are half the array: each is moved at most once.
+        if aheadStart * 2 >= ahead.count {
+            ahead.removeFirst(aheadStart)
+            aheadStart = 0
+        }
+        return path
     }
 }

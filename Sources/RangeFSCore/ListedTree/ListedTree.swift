@@ -69,6 +69,12 @@ struct ListedTree {
 
     let root: URL
     let maxDepth: Int
+    /// The most names the listed directories may show together (`--max-listed-entries`): what
+    /// the mount holds of each name, in the tree, the catalog and the kept listings, is then
+    /// bounded, whatever the server lists.
+    let maxEntries: Int
+    /// The names the listed directories show now, all together.
+    private(set) var entryCount = 0
     /// By path in the mount ("" for the root, "a/b" below it).
     private(set) var directories: [String: Directory]
     /// The path each shown directory URL has, to refuse a second path to it.
@@ -77,9 +83,10 @@ struct ListedTree {
     /// is in the tree when its URL lies below one of them.
     private var rootKeys: [String]
 
-    init(root: URL, maxDepth: Int = 32) {
+    init(root: URL, maxDepth: Int = 32, maxEntries: Int = .max) {
         self.root = root
         self.maxDepth = maxDepth
+        self.maxEntries = maxEntries
         directories = ["": Directory(url: root, depth: 0, path: "")]
         pathByURL = [Self.key(root): ""]
         rootKeys = [Self.key(root)]
@@ -87,6 +94,12 @@ struct ListedTree {
 
     func isListed(_ path: String) -> Bool {
         directories[path]?.children != nil
+    }
+
+    /// Whether a listing of `count` names at `path` fits beside the other listings: the one it
+    /// replaces makes room.
+    func fits(_ count: Int, at path: String) -> Bool {
+        count <= maxEntries - entryCount + (directories[path]?.children?.count ?? 0)
     }
 
     /// True for a listed directory whose listing is older than `maxAge` at `now`.
@@ -113,7 +126,9 @@ struct ListedTree {
     mutating func restore(from stored: [String: StoredListing]) {
         var pending = [""]
         while let path = pending.popLast() {
-            guard let url = directories[path]?.url, let listing = stored[url.cacheKey] else { continue }
+            // A listing kept with a higher limit than this mount's is listed again when looked at (and refused then, said in the log).
+            guard let url = directories[path]?.url, let listing = stored[url.cacheKey],
+                  fits(listing.children.count, at: path) else { continue }
             _ = record(listing.children, at: path, validator: listing.validator, listedAt: listing.listedAt)
             pending += (directories[path]?.children ?? []).filter(\.isDirectory).map { Self.join(path, $0.name) }
         }
@@ -142,9 +157,8 @@ struct ListedTree {
         // Directories of the earlier listing that are gone from this one go, with what is below them.
         if let earlier = directory.children {
             let kept = Set(children.filter(\.isDirectory).map(\.name))
-            for child in earlier where child.isDirectory && !kept.contains(child.name) {
-                forget(Self.join(path, child.name))
-            }
+            let gone = Set(earlier.filter { $0.isDirectory && !kept.contains($0.name) }.map(\.name))
+            if !gone.isEmpty { forget(gone, below: path) }
         }
         var shown: [WebListingEntry] = []
         var refused: [(String, Refusal)] = []
@@ -170,6 +184,7 @@ struct ListedTree {
                 pathByURL[Self.key(child.url)] = childPath
             }
         }
+        entryCount += shown.count - (directories[path]?.children?.count ?? 0)
         directories[path]?.children = shown
         directories[path]?.validator = validator
         directories[path]?.listedAt = listedAt
@@ -194,10 +209,14 @@ struct ListedTree {
         return depth > maxDepth ? .tooDeep : nil
     }
 
-    /// Drops a directory and everything known below it.
-    private mutating func forget(_ path: String) {
-        let prefix = path + "/"
-        for (candidate, directory) in directories where candidate == path || candidate.hasPrefix(prefix) {
+    /// Drops the directories named `names` in the one at `path`, and everything known below
+    /// them, in one pass over the tree however many go.
+    private mutating func forget(_ names: Set<String>, below path: String) {
+        let prefix = path.isEmpty ? "" : path + "/"
+        for (candidate, directory) in directories where candidate.hasPrefix(prefix) && candidate.count > prefix.count {
+            let below = candidate.dropFirst(prefix.count)
+            guard names.contains(String(below.prefix { $0 != "/" })) else { continue }
+            entryCount -= directory.children?.count ?? 0
             directories[candidate] = nil
             pathByURL[Self.key(directory.url)] = nil
         }

@@ -15,12 +15,19 @@ public struct WebDirectoryLister: DirectoryLister {
     private let policy: FetchPolicy
     /// A bigger page is not a listing anyone means to mount.
     private let maxBytes: UInt64
+    /// A page of more entries is refused as it is read (`ListedDirectories.Settings.maxEntries`).
+    private let maxEntries: Int
     private let timeout: Duration
     private let logger: Logger
+    /// Pages are read one at a time: each holds its page thrice over while it is read (the
+    /// body, its text, its bytes) and up to `maxEntries` entries, so listings fetched at once
+    /// would multiply what the mount holds.
+    private let reading = DispatchQueue(label: "rangefs.listing-pages")
 
     /// `headersOrigin`: the URL (the mount's root) whose origin `headers` were given for.
     public init(client: any RemoteClient, headers: [String: String] = [:], headersOrigin: URL? = nil,
-                policy: FetchPolicy = FetchPolicy(), maxBytes: UInt64 = 32 << 20, timeout: Duration = .seconds(60),
+                policy: FetchPolicy = FetchPolicy(), maxBytes: UInt64 = 32 << 20,
+                maxEntries: Int = ListedDirectories.Settings.defaultMaxEntries, timeout: Duration = .seconds(60),
                 logger: Logger) {
         precondition(headers.isEmpty || headersOrigin != nil, "headers are given for an origin")
         self.client = client
@@ -28,6 +35,7 @@ public struct WebDirectoryLister: DirectoryLister {
         self.headersOrigin = headersOrigin
         self.policy = policy
         self.maxBytes = maxBytes
+        self.maxEntries = maxEntries
         self.timeout = timeout
         self.logger = logger
     }
@@ -38,7 +46,7 @@ public struct WebDirectoryLister: DirectoryLister {
         let request = DocumentRequest(url: url, headers: sent, maxBytes: maxBytes, heldVersion: heldVersion, timeout: timeout)
         var download = DocumentDownload(request: request, client: client)
         download.policy = policy
-        download.start { [logger] result in
+        download.start { [logger, reading] result in
             let document: FetchedDocument
             switch result {
             case .success(let fetched): document = fetched
@@ -49,9 +57,10 @@ public struct WebDirectoryLister: DirectoryLister {
             let validator = reply.validator.etag == nil && reply.validator.lastModified == nil ? nil : reply.validator
             if reply.notModified { return completion(.success(.unchanged(validator, serverTime: reply.serverTime))) }
             // A page of 10,000 links takes a while to read: not on the thread that runs every transfer.
-            DispatchQueue.global().async {
+            reading.async { [maxEntries] in
                 do throws(WebListingError) {
-                    let listing = try WebListing.parse(document.bytes, url: reply.finalURL, contentType: reply.contentType)
+                    let listing = try WebListing.parse(document.bytes, url: reply.finalURL, contentType: reply.contentType,
+                                                    maxEntries: maxEntries)
                     for link in listing.skipped {
                         logger.notice("\(url.redactedForDisplay): link left out: \(link)")
                     }

@@ -35,6 +35,8 @@ enum XMLInputGuard {
         let bytes: [UInt8]
         var index = 0
         var line = 1
+        /// Where the latest DOCTYPE's search for its `>` or `[` stopped.
+        var doctypeSearchEnd = 0
 
         mutating func run() throws(DocumentSyntaxError) {
             while index < bytes.count {
@@ -63,14 +65,17 @@ enum XMLInputGuard {
         /// A DOCTYPE naming only an external DTD (`<!DOCTYPE rss PUBLIC "…" "…">`, which is
         /// never loaded) is fine; one with declarations inside `[…]`, or a declaration
         /// anywhere, is not.
-        private func checkDeclaration() throws(DocumentSyntaxError) {
+        private mutating func checkDeclaration() throws(DocumentSyntaxError) {
             guard let declaration = Self.declarations.first(where: { starts($0, at: index) }) else { return }
             if declaration == "<!DOCTYPE" {
-                var cursor = index
+                // The `>` or `[` the last DOCTYPE's search found is the next one's too when this
+                // DOCTYPE starts before it: DOCTYPEs never closed are not each searched to the end.
+                var cursor = max(index, doctypeSearchEnd)
                 while cursor < bytes.count, bytes[cursor] != UInt8(ascii: ">") {
                     if bytes[cursor] == UInt8(ascii: "[") { break }
                     cursor += 1
                 }
+                doctypeSearchEnd = cursor
                 guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: "[") else { return }
             }
             throw DocumentSyntaxError(line: line, reason: "unsupported XML: DTD declarations (<!DOCTYPE … [ … ]>, <!ENTITY …>)")

@@ -15,17 +15,21 @@ public struct BucketLister: DirectoryLister {
     private let policy: FetchPolicy
     /// A directory of more pages than this (a million keys at 1,000 a page) is not mounted.
     private let maxPages: Int
+    /// A directory of more keys and prefixes is refused as its pages come (`ListedDirectories.Settings.maxEntries`).
+    private let maxEntries: Int
     private let timeout: Duration
     private let logger: Logger
     /// Keys already said to be left out: a directory listed again says nothing new.
     private let reported = ReportedKeys()
 
     public init(client: any RemoteClient, address: BucketAddress, policy: FetchPolicy = FetchPolicy(),
-                maxPages: Int = 1_000, timeout: Duration = .seconds(60), logger: Logger) {
+                maxPages: Int = 1_000, maxEntries: Int = ListedDirectories.Settings.defaultMaxEntries,
+                timeout: Duration = .seconds(60), logger: Logger) {
         self.client = client
         self.address = address
         self.policy = policy
         self.maxPages = maxPages
+        self.maxEntries = maxEntries
         self.timeout = timeout
         self.logger = logger
     }
@@ -35,12 +39,13 @@ public struct BucketLister: DirectoryLister {
         guard let prefix = address.key(of: url) else {
             return completion(.failure(FetchError(url, .unreadableListing("not a directory of \(address.displayName)"))))
         }
-        listPage(of: url, prefix: prefix, after: nil, pages: [], completion: completion)
+        listPage(of: url, prefix: prefix, after: nil, pages: [], entries: 0, completion: completion)
     }
 
     /// Asks for the page after `token` and goes on until the last; pages are read off the
     /// thread that runs every transfer.
-    private func listPage(of url: URL, prefix: String, after token: String?, pages: [BucketListingPage],
+    /// `entries`: the keys and prefixes of `pages`.
+    private func listPage(of url: URL, prefix: String, after token: String?, pages: [BucketListingPage], entries: Int,
                           completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
         let request = DocumentRequest(url: address.listingURL(prefix: prefix, continuationToken: token),
                                       maxBytes: 16 << 20, timeout: timeout)
@@ -60,6 +65,11 @@ public struct BucketLister: DirectoryLister {
                     return completion(.failure(FetchError(url, .unreadableListing("\(error)"))))
                 }
                 let pages = pages + [page]
+                let entries = entries + page.objects.count + page.commonPrefixes.count
+                guard entries <= maxEntries else {
+                    return completion(.failure(FetchError(url, .unreadableListing(
+                        "more than \(maxEntries) keys in one directory, more than the mount holds (--max-listed-entries)"))))
+                }
                 if page.isTruncated {
                     guard let next = page.nextContinuationToken, next != token else {
                         return completion(.failure(FetchError(url, .unreadableListing("a truncated page without a new continuation token"))))
@@ -67,7 +77,7 @@ public struct BucketLister: DirectoryLister {
                     guard pages.count < maxPages else {
                         return completion(.failure(FetchError(url, .unreadableListing("more than \(maxPages) pages of keys in one directory"))))
                     }
-                    return listPage(of: url, prefix: prefix, after: next, pages: pages, completion: completion)
+                    return listPage(of: url, prefix: prefix, after: next, pages: pages, entries: entries, completion: completion)
                 }
                 completion(.success(.listed(children(of: prefix, pages: pages), nil, from: url,
                                             serverTime: document.reply.serverTime)))

@@ -19,15 +19,17 @@ enum HTMLListing {
     }
 
     static func read(_ page: String, format: WebListingFormat, into collector: inout ListingCollector) {
-        for anchor in HTMLAnchorScanner(page).anchors() {
-            guard let child = collector.base.child(ofHref: anchor.href) else { continue }
+        HTMLAnchorScanner(page).scan { anchor in
+            guard let child = collector.base.child(ofHref: anchor.href) else { return true }
             guard let name = child.name else {
                 collector.skip(href: anchor.href, reason: "its name is not UTF-8 once its escapes are decoded")
-                continue
+                return true
             }
             let row = ListingRow(format: format, text: anchor.rowText)
             collector.add(name: name, isDirectory: child.isDirectory, size: row.size, modified: row.modified,
                           href: anchor.href)
+            // A page with more entries than a listing may hold is refused whole: no need to read on.
+            return !collector.isOverLimit
         }
     }
 }
@@ -68,6 +70,9 @@ struct ListingRow {
 
 /// Finds the `<a href>` links of an HTML page, skipping comments, scripts and styles, with the
 /// text that follows each on its line. Not a full HTML parser: listings are generated pages.
+/// Reads the page once, whatever its shape: each search after a link stops where the next link
+/// starts (a page on one line, or of links never closed, would otherwise be searched to its end
+/// once per link).
 struct HTMLAnchorScanner {
     struct Anchor {
         /// The attribute's value, character references decoded.
@@ -82,8 +87,12 @@ struct HTMLAnchorScanner {
         bytes = Array(page.utf8)
     }
 
-    func anchors() -> [Anchor] {
-        var found: [Anchor] = []
+    /// The most of a row read after its link: listings state the date and size within a few
+    /// dozen bytes of it.
+    static let maxRowBytes = 1024
+
+    /// Calls `visit` with each link in page order until it returns false.
+    func scan(_ visit: (Anchor) -> Bool) {
         var index = 0
         while let open = next(UInt8(ascii: "<"), from: index) {
             index = open + 1
@@ -95,15 +104,37 @@ struct HTMLAnchorScanner {
                 let (attributes, close) = readAttributes(from: index + 1)
                 index = close
                 guard let href = attributes["href"] else { continue }
-                let textEnd = find("</a", from: index, caseInsensitive: true) ?? bytes.count
-                let rowStart = next(UInt8(ascii: ">"), from: textEnd).map { $0 + 1 } ?? bytes.count
-                let lineEnd = next(UInt8(ascii: "\n"), from: rowStart) ?? bytes.count
-                let rowEnd = min(lineEnd, find("<a", from: rowStart, caseInsensitive: true) ?? bytes.count)
-                found.append(Anchor(href: href,
-                                    rowText: HTMLText.plainText(string(rowStart..<max(rowStart, rowEnd)))))
+                guard visit(Anchor(href: href, rowText: rowText(afterTagEndingAt: close))) else { return }
             }
         }
-        return found
+    }
+
+    /// The row of the link whose start tag ends at `tagEnd`: from after its `</a>` to the end
+    /// of the line or the next link, as text, at most `maxRowBytes`. Empty for a link with no
+    /// `</a>` before the next link starts.
+    private func rowText(afterTagEndingAt tagEnd: Int) -> String {
+        guard let closing = closingTag(from: tagEnd) else { return "" }
+        let windowEnd = min(bytes.count, closing + 3 + Self.maxRowBytes)
+        guard let closed = bytes[(closing + 3)..<windowEnd].firstIndex(of: UInt8(ascii: ">")) else { return "" }
+        let rowStart = closed + 1
+        let rowLimit = min(bytes.count, rowStart + Self.maxRowBytes)
+        var rowEnd = rowStart
+        while rowEnd < rowLimit, bytes[rowEnd] != UInt8(ascii: "\n"),
+              !(bytes[rowEnd] == UInt8(ascii: "<") && starts(with: "<a", at: rowEnd, caseInsensitive: true)) {
+            rowEnd += 1
+        }
+        return HTMLText.plainText(string(rowStart..<rowEnd))
+    }
+
+    /// Where the link's `</a` is, looking from `start` no further than where the next link starts.
+    private func closingTag(from start: Int) -> Int? {
+        var index = start
+        while let candidate = next(UInt8(ascii: "<"), from: index) {
+            if starts(with: "</a", at: candidate, caseInsensitive: true) { return candidate }
+            if startsTag("a", at: candidate + 1) { return nil }
+            index = candidate + 1
+        }
+        return nil
     }
 
     /// The attributes of the tag whose name ends before `start`, and the index after its `>`.

@@ -75,7 +75,10 @@ public struct WebListing: Sendable, Equatable {
     ///   - page: the body as received.
     ///   - url: the URL the page came from, after redirects: links resolve against it.
     ///   - contentType: the reply's `Content-Type`, if any.
-    public static func parse(_ page: Data, url: URL, contentType: String?) throws(WebListingError) -> WebListing {
+    ///   - maxEntries: a page with more entries is refused (`--max-listed-entries`): the
+    ///     mount could not hold them.
+    public static func parse(_ page: Data, url: URL, contentType: String?,
+                             maxEntries: Int = .max) throws(WebListingError) -> WebListing {
         let shown = url.redactedForDisplay
         guard let base = ListingBase(url) else {
             throw WebListingError(url: shown, reason: "not an http(s) URL of a directory")
@@ -91,7 +94,7 @@ public struct WebListing: Sendable, Equatable {
         }
         let text = String(decoding: page, as: UTF8.self)
         let trimmed = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }
-        var collector = ListingCollector(base: base)
+        var collector = ListingCollector(base: base, maxEntries: maxEntries)
         let format: WebListingFormat
         if isJSON || (mediaType.isEmpty && trimmed.hasPrefix("[")) {
             format = .nginxJSON
@@ -103,6 +106,9 @@ public struct WebListing: Sendable, Equatable {
             format = HTMLListing.format(of: text)
             HTMLListing.read(text, format: format, into: &collector)
         }
+        if collector.isOverLimit {
+            throw WebListingError(url: shown, reason: "more than \(maxEntries) entries in one directory, more than the mount holds (--max-listed-entries)")
+        }
         return WebListing(format: format, entries: collector.entries, skipped: collector.skipped)
     }
 }
@@ -113,10 +119,16 @@ struct ListingCollector {
     private(set) var entries: [WebListingEntry] = []
     private(set) var skipped: [SkippedListingLink] = []
     private var positions: [String: Int] = [:]
+    /// Past this many entries the listing is refused; none is added after it.
+    let maxEntries: Int
 
-    init(base: ListingBase) {
+    init(base: ListingBase, maxEntries: Int = .max) {
         self.base = base
+        self.maxEntries = maxEntries
     }
+
+    /// More entries than `maxEntries` were found (one more than it is kept, to tell).
+    var isOverLimit: Bool { entries.count > maxEntries }
 
     /// Adds the entry `name` (decoded) unless its name is invalid. A name seen before keeps its
     /// place; facts the later link states fill in what the earlier one lacked (an icon link
@@ -128,6 +140,7 @@ struct ListingCollector {
             skipped.append(SkippedListingLink(href: href, reason: error.reason))
             return
         }
+        guard !isOverLimit else { return }
         if let index = positions[name] {
             if entries[index].size == nil { entries[index].size = isDirectory ? nil : size }
             if entries[index].modified == nil { entries[index].modified = modified }
