@@ -45,7 +45,7 @@ struct HostileSizeTests {
 
     @Test func aRecordOverTheLimitOrWithoutABlockSizeIsNotSound() {
         func record(size: UInt64, blockSize: UInt64) -> CachedFileRecord {
-            CachedFileRecord(url: "http://x/a", dataName: "d", size: size, etag: nil, lastModified: nil, modified: nil,
+            CachedFileRecord(url: "http://x/a", dataName: "d", size: size, etag: nil, lastModified: nil, lastModifiedIsStrong: false, modified: nil,
                              blockSize: blockSize, bitmap: Data(), state: .remote, failure: nil, lastAccess: 0,
                              pinned: false, location: nil)
         }
