@@ -174,7 +174,7 @@ extension RangeFSIntegrationTests {
 
     // MARK: Replies that lie
 
-    @Test("fault: a lying reply once, then good ones: the file reads right (or EIO for a changed size, then right after reopening)",
+    @Test("fault: a lying reply once, then good ones: the file reads right (or, for a changed size, right or EIO, then right after reopening)",
           arguments: LyingReply.cases)
     func faultLyingReplyOnce(_ lie: LyingReply) throws {
         let server = try FaultServer()
@@ -188,7 +188,12 @@ extension RangeFSIntegrationTests {
         let firstOK = Reading.isPrefix(first.bytes, of: data)
         #expect(firstOK, "\(lie.name): wrong bytes at offset \(Reading.firstDifference(first.bytes, data) ?? -1): \(first)")
         if lie.changesVersion {
-            #expect(first.failedWithEIO, "\(lie.name): a reply naming another size means a changed file: EIO expected: \(first)\(Check.daemonLog(mount))")
+            // A reply naming another size is a changed file. Which of the read's first requests
+            // meets it is the network's choice: the reader's own, while it holds no byte, and the
+            // handle follows the file to its new version (the server, honest again, gives the
+            // same bytes); one of its read-ahead's, once it holds bytes, and the read fails.
+            #expect((first.succeeded && first.bytes == Data(data)) || first.failedWithEIO,
+                    "\(lie.name): the whole file or EIO: \(first)\(Check.daemonLog(mount))")
             #expect(mount.logLines(containing: "changed").count >= 1, "\(lie.name): the change is not logged\(Check.daemonLog(mount))")
         } else {
             #expect(first.succeeded && first.bytes == Data(data), "\(lie.name): one bad reply should be retried: \(first)\(Check.daemonLog(mount))")
