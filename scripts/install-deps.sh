@@ -5,7 +5,8 @@
 # and Python 3 (whose directory listings the tests read); and for building
 # and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
 # lintian and debootstrap. Then, with pip, for the python3 on PATH: boto3 (botocore
-# is the reference the request signer is tested against) and moto's S3 server.
+# is the reference the request signer is tested against), moto's S3 server, and WsgiDAV
+# (a WebDAV server the tests mount).
 # Idempotent and non-interactive; uses sudo only when not root. Swift itself is
 # expected on PATH already.
 set -euo pipefail
@@ -83,13 +84,14 @@ else
     done
 fi
 
-# boto3 and moto[server], for whichever python3 is on PATH. Debian's own python3 takes pip
-# packages only with --break-system-packages (PEP 668), and as root.
-if python3 -c 'import boto3, moto.server' >/dev/null 2>&1; then
-    echo "install-deps: boto3 and moto are installed"
+# For whichever python3 is on PATH: boto3 and moto[server] (the S3 tests), WsgiDAV and its
+# server cheroot (the WebDAV tests). Debian's own python3 takes pip packages only with
+# --break-system-packages (PEP 668), and as root.
+if python3 -c 'import boto3, moto.server, wsgidav, cheroot' >/dev/null 2>&1; then
+    echo "install-deps: boto3, moto and WsgiDAV are installed"
 else
-    echo "install-deps: installing boto3 and moto[server] with pip"
-    pip_install=(python3 -m pip install --quiet --disable-pip-version-check boto3 'moto[server]')
+    echo "install-deps: installing boto3, moto[server], wsgidav and cheroot with pip"
+    pip_install=(python3 -m pip install --quiet --disable-pip-version-check boto3 'moto[server]' wsgidav cheroot)
     if [ "$(python3 -c 'import sys; print(sys.prefix)')" = /usr ]; then
         "${SUDO[@]}" "${pip_install[@]}" --break-system-packages
     else

@@ -6,7 +6,7 @@ import RangeFSCore
 struct ManifestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Print a web directory's or a bucket's tree as a manifest, to freeze or edit it.",
+        abstract: "Print a web directory's, a WebDAV collection's or a bucket's tree as a manifest, to freeze or edit it.",
         discussion: """
         Lists URL and every directory below it (nginx autoindex in HTML, JSON or XML, Apache \
         mod_autoindex, lighttpd, Python's http.server, or any page of links) and prints each file \
@@ -16,6 +16,10 @@ struct ManifestCommand: ParsableCommand {
         link whose name cannot be a file name is left out with a note on standard error. A \
         directory that cannot be listed is reported there too, and the exit status is then 1. \
         Empty directories do not appear: a manifest lists files.
+
+        A dav://HOST/PATH/ or davs://HOST/PATH/ address lists a WebDAV collection, one PROPFIND \
+        (Depth: 1) a directory, with the exact sizes and dates it states; each file's URL is its \
+        http (dav://) or https (davs://) URL.
 
         An s3://BUCKET/PREFIX/ address lists the bucket's keys below PREFIX (ListObjectsV2), \
         signed with the credentials 'rangefs mount' would use; each object's URL is its \
@@ -33,7 +37,7 @@ struct ManifestCommand: ParsableCommand {
         case text, json
     }
 
-    @Argument(help: "The URL of a directory listing, or an s3://BUCKET/PREFIX/ address.")
+    @Argument(help: "The URL of a directory listing, a dav:// or davs:// address of a WebDAV collection, or an s3://BUCKET/PREFIX/ address.")
     var url: String
 
     @Option(help: "text ('path<TAB>url' lines) or json (with sizes and dates).")
@@ -72,12 +76,18 @@ struct ManifestCommand: ParsableCommand {
     func run() throws {
         let bucket = try bucketOptions.bucket(for: url)
         let root: URL
+        let source: MountRunner.Listing.Source
         if let bucket {
             root = bucket.address.rootURL
+            source = .bucket(bucket.address)
+        } else if let collection = try MountCommand.webDAVCollection(url, format: .auto) {
+            root = ListedDirectories.directoryURL(collection)
+            source = .webDAV
         } else if case .remote(let url) = try ManifestLocation(argument: url) {
             root = ListedDirectories.directoryURL(url)
+            source = .webDirectory
         } else {
-            throw ValidationError("URL must be an http(s) URL of a directory listing or an s3:// address (got '\(url)')")
+            throw ValidationError("URL must be an http(s) URL of a directory listing, a dav:// or davs:// address, or an s3:// address (got '\(url)')")
         }
         var configuration = CurlClient.Configuration()
         configuration.caFile = caFile.map(absolutePath)
@@ -92,9 +102,8 @@ struct ManifestCommand: ParsableCommand {
         settings.maxInFlight = maxListings
         settings.maxEntries = maxListedEntries
         let headers = try HeaderArguments.parse(headers)
-        let lister: any DirectoryLister = bucket.map {
-            BucketLister(client: client, address: $0.address, maxEntries: maxListedEntries, logger: notes)
-        } ?? WebDirectoryLister(client: client, headers: headers, headersOrigin: root, maxEntries: maxListedEntries, logger: notes)
+        let listing = MountRunner.Listing(root: root, source: source, settings: settings)
+        let lister = listing.lister(client: client, headers: headers, policy: FetchPolicy(), logger: notes)
         let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }
         // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
         let failures = tree.listEverything(timeout: .seconds(86_400))

@@ -1,39 +1,52 @@
 import ArgumentParser
 import RangeFSCore
 
-/// `--format`: one of the manifest formats, `index` for a web server's directory listing, or
-/// `auto` to detect it (a URL ending in `/` is a listing; otherwise the name, then the content).
+/// `--format`: one of the manifest formats, `index` for a web server's directory listing,
+/// `webdav` for a WebDAV collection, or `auto` to detect it (a URL ending in `/` is a listing;
+/// otherwise the name, then the content).
 struct ManifestFormatOption: ExpressibleByArgument, Equatable {
-    /// Nil: detect (or a listing, with `isIndex`).
+    /// How a directory's members are asked for, where the URL is a directory.
+    enum Directory: Equatable {
+        /// The page the server makes of it (a GET).
+        case index
+        /// A WebDAV `PROPFIND`.
+        case webDAV
+    }
+
+    /// Nil: detect (or a directory, with `directory`).
     var format: ManifestFormat?
-    /// The URL is a directory whose listing the server makes: its tree is mounted.
-    var isIndex = false
+    /// Set when the URL is a directory whose tree is mounted, and says how it is listed.
+    var directory: Directory?
 
     static let auto = ManifestFormatOption(format: nil)
-    static let index = ManifestFormatOption(format: nil, isIndex: true)
+    static let index = ManifestFormatOption(format: nil, directory: .index)
+    static let webDAV = ManifestFormatOption(format: nil, directory: .webDAV)
 
-    init(format: ManifestFormat?, isIndex: Bool = false) {
+    init(format: ManifestFormat?, directory: Directory? = nil) {
         self.format = format
-        self.isIndex = isIndex
+        self.directory = directory
     }
 
     init?(argument: String) {
-        let name = argument.lowercased()
-        if name == "auto" {
-            format = nil
-        } else if name == "index" {
-            format = nil
-            isIndex = true
-        } else if let format = ManifestFormat(rawValue: name) {
-            self.format = format
-        } else {
-            return nil
+        switch argument.lowercased() {
+        case "auto": self = .auto
+        case "index": self = .index
+        case "webdav": self = .webDAV
+        case let name:
+            guard let format = ManifestFormat(rawValue: name) else { return nil }
+            self.init(format: format)
         }
     }
 
-    var argument: String { isIndex ? "index" : format?.rawValue ?? "auto" }
+    var argument: String {
+        switch directory {
+        case .index: "index"
+        case .webDAV: "webdav"
+        case nil: format?.rawValue ?? "auto"
+        }
+    }
 
-    static var allValueStrings: [String] { ["auto"] + ManifestFormat.allCases.map(\.rawValue) + ["index"] }
+    static var allValueStrings: [String] { ["auto"] + ManifestFormat.allCases.map(\.rawValue) + ["index", "webdav"] }
 
     var defaultValueDescription: String { argument }
 }

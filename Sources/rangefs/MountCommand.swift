@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, an S3 bucket, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -27,6 +27,13 @@ struct MountCommand: ParsableCommand {
         kept in the cache and shown at once by the next mount, also offline; one older than \
         --dir-cache-time is checked again when next looked at, and 'rangefs refresh' lists every \
         directory seen again.
+
+        A dav://HOST/PATH/ or davs://HOST/PATH/ address (or an http(s) URL with --format webdav) \
+        is a WebDAV collection (Nextcloud, ownCloud, a NAS, Apache mod_dav, rclone serve webdav), \
+        mounted the same way: each directory listed with one PROPFIND (Depth: 1), whose exact \
+        sizes and dates ls shows without a request per file; files are read with ranged GETs \
+        over http (dav://) or https (davs://). --header 'Authorization: Basic ...' or \
+        'Authorization: Bearer ...' signs in.
 
         An s3://BUCKET/PREFIX/ address mounts a bucket's keys below PREFIX the same way, each \
         directory listed with ListObjectsV2 and every request signed (AWS Signature Version 4) \
@@ -57,6 +64,7 @@ struct MountCommand: ParsableCommand {
 
         Examples:
           rangefs mount https://example.com/music/ /mnt/music
+          rangefs mount davs://nas.local/remote.php/dav/files/me/Music/ /mnt/music
           rangefs mount s3://media-bucket/music/ /mnt/music
           rangefs mount --endpoint http://127.0.0.1:9000 --path-style s3://media/ /mnt/media
           rangefs mount media.txt /mnt/media
@@ -73,7 +81,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
@@ -208,17 +216,23 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    mutating func run() throws {
         let mountPath = absolutePath(mountpoint)
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.caFile = caFile.map(absolutePath)
         clientConfiguration.proxy = proxy
         // The background mount gets a URL holding secrets on a pipe, which reads once.
-        let argument: String
+        var argument: String
         do {
             argument = try manifestFd.map { try BackgroundLaunch.readPrivateInput(from: $0) } ?? manifest
         } catch {
             throw CommandFailure("\(error)")
+        }
+        // A dav:// or davs:// address is its http(s) URL listed by WebDAV (so is the background
+        // mount started below: it is given that URL and --format webdav).
+        if let collection = try Self.webDAVCollection(argument, format: format) {
+            argument = collection.absoluteString
+            format = .webDAV
         }
         // An s3:// address is a bucket's listing, read and signed by the bucket's own rules.
         let bucket = try bucketOptions.bucket(for: argument)
@@ -278,7 +292,11 @@ struct MountCommand: ParsableCommand {
         listingSettings.maxAge = DurationText.parse(dirCacheTime)!
         listingSettings.maxEntries = maxListedEntries
         let runner = MountRunner(manifest: loaded, loader: loader,
-                                 listing: listingRoot.map { MountRunner.Listing(root: $0, bucket: bucket?.address, settings: listingSettings) },
+                                 listing: listingRoot.map { root in
+                                     MountRunner.Listing(root: root, source: bucket.map { .bucket($0.address) }
+                                                             ?? (format.directory == .webDAV ? .webDAV : .webDirectory),
+                                                         settings: listingSettings)
+                                 },
                                  mountpoint: mountPath, cachePath: cachePath,
                                  blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
                                  prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
@@ -291,16 +309,35 @@ struct MountCommand: ParsableCommand {
         try runner.run()
     }
 
-    /// The web directory whose listing is mounted (with its trailing `/`), or nil for a
-    /// manifest: a URL ending in `/`, or any http(s) URL with `--format index`.
+    /// The web directory or WebDAV collection whose listing is mounted (with its trailing `/`),
+    /// or nil for a manifest: a URL ending in `/`, or any http(s) URL with `--format index` or
+    /// `--format webdav`.
     static func listingRoot(of loader: ManifestLoader, format: ManifestFormatOption) throws -> URL? {
         guard case .remote(let url) = loader.location else {
-            if format.isIndex { throw CommandFailure("--format index mounts a web directory: give its http(s) URL") }
-            return nil
+            switch format.directory {
+            case .index: throw CommandFailure("--format index mounts a web directory: give its http(s) URL")
+            case .webDAV: throw CommandFailure("--format webdav mounts a WebDAV collection: give its http(s), dav:// or davs:// URL")
+            case nil: return nil
+            }
         }
         let isDirectory = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath.hasSuffix("/") ?? false
-        guard format.isIndex || (format.format == nil && isDirectory) else { return nil }
+        guard format.directory != nil || (format.format == nil && isDirectory) else { return nil }
         return ListedDirectories.directoryURL(url)
+    }
+
+    /// The http(s) URL of a `dav://` or `davs://` address, or nil for any other argument.
+    static func webDAVCollection(_ argument: String, format: ManifestFormatOption) throws -> URL? {
+        let url: URL?
+        do {
+            url = try WebDAVAddress.httpURL(of: argument)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        guard let url else { return nil }
+        guard format == .auto || format == .webDAV else {
+            throw CommandFailure("--format \(format.argument) does not go with a WebDAV address (\(url.redactedForDisplay))")
+        }
+        return url
     }
 
     /// Where fetched data is kept, as an absolute path.

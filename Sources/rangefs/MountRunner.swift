@@ -32,10 +32,46 @@ struct MountRunner {
     var readyDescriptor: Int32?
 
     struct Listing {
+        /// Which kind of server lists the directories.
+        enum Source {
+            /// A web server's pages (autoindex and the like).
+            case webDirectory
+            /// A WebDAV server's `PROPFIND` replies.
+            case webDAV
+            /// A bucket's ListObjectsV2 pages.
+            case bucket(BucketAddress)
+        }
+
         var root: URL
-        /// The bucket, when the listings are a bucket's (ListObjectsV2) rather than a web server's pages.
-        var bucket: BucketAddress?
+        var source: Source
         var settings: ListedDirectories.Settings
+
+        /// The part that lists one directory of this source.
+        func lister(client: CurlClient, headers: [String: String], policy: FetchPolicy, logger: Logger) -> any DirectoryLister {
+            switch source {
+            case .webDirectory:
+                WebDirectoryLister(client: client, headers: headers, headersOrigin: root, policy: policy,
+                                   maxEntries: settings.maxEntries, logger: logger)
+            case .webDAV:
+                WebDAVLister(client: client, headers: headers, headersOrigin: root, policy: policy,
+                             maxEntries: settings.maxEntries, logger: logger)
+            case .bucket(let address):
+                BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
+            }
+        }
+
+        /// Why the mount cannot start when the root's listing failed with `error`.
+        func refusal(_ error: FetchError) -> String {
+            // A server that wants credentials says so with a 401 alone: say how to give them.
+            let hint = if case .remote(.status(401, _, _)) = error.reason {
+                " (the server asks for credentials: --header 'Authorization: Basic BASE64(USER:PASSWORD)' or 'Authorization: Bearer TOKEN')"
+            } else { "" }
+            return switch source {
+            case .webDirectory: "cannot mount the web directory \(error)\(hint)"
+            case .webDAV: "cannot mount the WebDAV collection \(error)\(hint)"
+            case .bucket(let address): "cannot mount \(MountRunner.refusal(error, of: address))"
+            }
+        }
     }
 
     func run() throws {
@@ -208,11 +244,7 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let maxEntries = listing.settings.maxEntries
-        let lister: any DirectoryLister = listing.bucket.map {
-            BucketLister(client: client, address: $0, policy: policy, maxEntries: maxEntries, logger: logger)
-        } ?? WebDirectoryLister(client: client, headers: loader.headers, headersOrigin: listing.root, policy: policy,
-                                maxEntries: maxEntries, logger: logger)
+        let lister = listing.lister(client: client, headers: loader.headers, policy: policy, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in
@@ -232,7 +264,7 @@ struct MountRunner {
             throw CommandFailure("\(listing.root.redactedForDisplay): no listing within 10 minutes")
         }
         if case .failure(let error) = result {
-            throw CommandFailure(listing.bucket.map { "cannot mount \(Self.refusal(error, of: $0))" } ?? "cannot mount the web directory \(error)")
+            throw CommandFailure(listing.refusal(error))
         }
         return directories
     }

@@ -32,6 +32,17 @@ import Testing
         #expect(why.contains("Content-Encoding: \(coding)"))
     }
 
+    @Test("a PROPFIND's document is its 207 Multi-Status; a 200 (a page, not a multistatus) is refused, a GET's 200 taken")
+    func propfindWantsMultiStatus() {
+        let propfind = DocumentRequest(url: Self.url, method: .propfind(body: "<x/>"), maxBytes: 1 << 20)
+        let get = DocumentRequest(url: Self.url, maxBytes: 1 << 20)
+        #expect(ResponseCheck.document(Self.reply(207, [], length: 10), for: propfind) == nil)
+        #expect(ResponseCheck.document(Self.reply(200, [], length: 10), for: propfind) == .status(200, retryAfter: nil))
+        #expect(ResponseCheck.document(Self.reply(200, [], length: 10), for: get) == nil)
+        #expect(ResponseCheck.document(Self.reply(207, [], length: 10), for: get) == .status(207, retryAfter: nil))
+        #expect(ResponseCheck.document(Self.reply(207, [], length: 2 << 20), for: propfind) != nil, "the cap holds")
+    }
+
     @Test func identityEncodingIsAccepted() {
         let facts = Self.reply(206, [("Content-Range", "bytes 0-99/1000"), ("Content-Encoding", "Identity")], length: 100)
         #expect(ResponseCheck.range(facts, for: Self.request(0..<100)) == nil)

@@ -120,6 +120,11 @@ final class BackgroundCommand {
 
     var isRunning: Bool { !exit.isDone }
 
+    /// What the child has written so far, stdout then stderr (both go to files as it writes).
+    var outputSoFar: String {
+        [outURL, errURL].map { (try? String(contentsOf: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+    }
+
     /// Waits at most `timeout` seconds, then kills the child's process group (TERM, then
     /// KILL) and reports `timedOut`. Never waits longer than `timeout` + about 7 s.
     @discardableResult

@@ -264,6 +264,34 @@ enum Secrets {
     }
 }
 
+/// A certificate for 127.0.0.1 signed by a CA made for it alone (not trusted by the system),
+/// written into a scratch directory: what a TLS test server presents and its client trusts.
+struct TestCertificate {
+    let caFile: String
+    let certificateFile: String
+    let keyFile: String
+
+    init(in directory: URL) throws {
+        func run(_ argv: [String]) throws {
+            let r = Command.run(argv, timeout: 60)
+            guard r.succeeded else { throw HarnessError("\(argv.first ?? "") failed:\n\(r)") }
+        }
+        let p = directory.path
+        try run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(p)/ca.key", "-out", "\(p)/ca.pem",
+                 "-days", "2", "-subj", "/CN=RangeFS test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                 "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(p)/server.key", "-out", "\(p)/server.csr",
+                 "-subj", "/CN=127.0.0.1"])
+        try "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            .write(toFile: "\(p)/ext.cnf", atomically: true, encoding: .utf8)
+        try run(["openssl", "x509", "-req", "-in", "\(p)/server.csr", "-CA", "\(p)/ca.pem", "-CAkey", "\(p)/ca.key",
+                 "-CAcreateserial", "-out", "\(p)/server.pem", "-days", "2", "-extfile", "\(p)/ext.cnf"])
+        caFile = "\(p)/ca.pem"
+        certificateFile = "\(p)/server.pem"
+        keyFile = "\(p)/server.key"
+    }
+}
+
 /// nginx serving a directory over https (TLS 1.2 and 1.3, HTTP/2 offered) on 127.0.0.1, with a
 /// certificate signed by a CA made for this server alone (not trusted by the system): for the
 /// TLS tests. Its access log has `AccessLog`'s fields and then the protocol of each request.
@@ -279,21 +307,9 @@ final class TLSNginx {
     init(serving docRoot: URL) throws {
         let prefix = try Scratch.makeDir("tls-nginx")
         self.prefix = prefix
-        func run(_ argv: [String]) throws {
-            let r = Command.run(argv, timeout: 60)
-            guard r.succeeded else { throw HarnessError("\(argv.first ?? "") failed:\n\(r)") }
-        }
         let p = prefix.path
-        try run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(p)/ca.key", "-out", "\(p)/ca.pem",
-                 "-days", "2", "-subj", "/CN=RangeFS test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-                 "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-        try run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(p)/server.key", "-out", "\(p)/server.csr",
-                 "-subj", "/CN=127.0.0.1"])
-        try "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
-            .write(toFile: "\(p)/ext.cnf", atomically: true, encoding: .utf8)
-        try run(["openssl", "x509", "-req", "-in", "\(p)/server.csr", "-CA", "\(p)/ca.pem", "-CAkey", "\(p)/ca.key",
-                 "-CAcreateserial", "-out", "\(p)/server.pem", "-days", "2", "-extfile", "\(p)/ext.cnf"])
-        caFile = "\(p)/ca.pem"
+        let certificate = try TestCertificate(in: prefix)
+        caFile = certificate.caFile
         accessLog = AccessLog(path: "\(p)/access.log")
         try FileManager.default.createDirectory(atPath: "\(p)/tmp", withIntermediateDirectories: true)
         _ = chmod(docRoot.path, 0o755)
@@ -309,8 +325,8 @@ final class TLSNginx {
                     \(NginxServer.temporaryPaths(p))
                     server {
                         listen 127.0.0.1:\(port) ssl http2;
-                        ssl_certificate \(p)/server.pem;
-                        ssl_certificate_key \(p)/server.key;
+                        ssl_certificate \(certificate.certificateFile);
+                        ssl_certificate_key \(certificate.keyFile);
                         ssl_protocols TLSv1.2 TLSv1.3;
                         root \(docRoot.path);
                         location / { }

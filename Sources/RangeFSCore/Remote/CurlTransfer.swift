@@ -130,6 +130,14 @@ final class CurlTransfer {
             asked = request.url
             callerHeaders = request.headers
             headers = request.conditionalHeaders
+            if case .propfind(let body) = request.method {
+                method = request.method.name
+                rangefs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method)
+                // Copied: libcurl reads the body while the transfer runs, after this returns.
+                rangefs_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, body)
+                headers["Content-Type"] = "application/xml; charset=utf-8"
+                headers["Depth"] = "1"
+            }
             rangefs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.timeInterval * 1000)))
         }
         self.hop = hop ?? RedirectHop(asked: asked)

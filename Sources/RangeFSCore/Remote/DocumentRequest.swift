@@ -4,7 +4,32 @@ import Foundation
 /// directory listing, often sent chunked (no `Content-Length`). Its body streams into a
 /// sink, and the transfer stops as soon as the body passes `maxBytes`.
 public struct DocumentRequest: Sendable {
+    /// What is asked of the URL: its document, or a WebDAV collection's members.
+    public enum Method: Sendable, Equatable {
+        case get
+        /// `PROPFIND` with `Depth: 1` and `body` (the `propfind` XML naming the properties
+        /// wanted), answered `207 Multi-Status` (RFC 4918 §9.1). Never conditional: a
+        /// multistatus carries no validator of its own.
+        case propfind(body: String)
+
+        var name: String {
+            switch self {
+            case .get: "GET"
+            case .propfind: "PROPFIND"
+            }
+        }
+
+        /// The status of a reply that carries the document.
+        var successStatus: Int {
+            switch self {
+            case .get: 200
+            case .propfind: 207
+            }
+        }
+    }
+
     public var url: URL
+    public var method: Method = .get
     public var headers: [String: String]
     /// A longer body ends the transfer with `.refused` the moment it passes the cap (or at
     /// once, when `Content-Length` already says so): nothing past the cap is read.
@@ -15,9 +40,11 @@ public struct DocumentRequest: Sendable {
     /// For the whole transfer, from connecting to the last byte.
     public var timeout: Duration
 
-    public init(url: URL, headers: [String: String] = [:], maxBytes: UInt64,
+    public init(url: URL, method: Method = .get, headers: [String: String] = [:], maxBytes: UInt64,
                 heldVersion: RemoteValidator? = nil, timeout: Duration = .seconds(60)) {
+        precondition(method == .get || heldVersion == nil, "only a GET is conditional")
         self.url = url
+        self.method = method
         self.headers = headers
         self.maxBytes = maxBytes
         self.heldVersion = heldVersion

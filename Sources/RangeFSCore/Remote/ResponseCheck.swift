@@ -85,12 +85,12 @@ enum ResponseCheck {
             .map { versionMismatch($0, redirected: reply.redirected) }
     }
 
-    /// A whole document: `200` (or `304` to a conditional request), not encoded, and not
-    /// announced longer than the cap. A chunked reply has no length to check here; the
-    /// transfer counts its bytes as they come.
+    /// A whole document: `200` (`207` to a `PROPFIND`; or `304` to a conditional request), not
+    /// encoded, and not announced longer than the cap. A chunked reply has no length to check
+    /// here; the transfer counts its bytes as they come.
     static func document(_ reply: ResponseFacts, for request: DocumentRequest) -> RemoteError? {
         switch reply.status {
-        case 200:
+        case request.method.successStatus:
             if let encoded = encodingProblem(reply) { return encoded }
             if let length = reply.contentLength, length > request.maxBytes {
                 return request.tooLong(length, announced: true)

@@ -42,9 +42,9 @@ public struct BucketListingPage: Sendable, Equatable {
 
     /// Reads one reply body.
     public static func parse(_ body: Data) throws(BucketListingError) -> BucketListingPage {
-        let root: S3XMLElement
+        let root: XMLElementTree
         do throws(DocumentSyntaxError) {
-            root = try S3XMLElement.parseDocument(body)
+            root = try XMLElementTree.parseDocument(body)
         } catch {
             throw BucketListingError(.notXML, "the listing reply is not XML (line \(error.line): \(error.reason))")
         }
@@ -92,12 +92,12 @@ public struct BucketListingError: Error, Sendable, Equatable, CustomStringConver
 
 /// Turns a `<ListBucketResult>` element into a page, checking each field it uses.
 private struct BucketListingReader {
-    let root: S3XMLElement
+    let root: XMLElementTree
     /// Whether Key, Prefix, Delimiter and StartAfter values are URL-encoded. `<EncodingType>`
     /// may come after the keys (moto writes it last), so it is read first.
     let isURLEncoded: Bool
 
-    init(root: S3XMLElement) throws(BucketListingError) {
+    init(root: XMLElementTree) throws(BucketListingError) {
         self.root = root
         switch root.child("EncodingType")?.text.trimmingCharacters(in: .whitespacesAndNewlines) {
         case nil: isURLEncoded = false
@@ -138,7 +138,7 @@ private struct BucketListingReader {
             wasURLEncoded: isURLEncoded)
     }
 
-    private func object(_ contents: S3XMLElement, number: Int) throws(BucketListingError) -> BucketObject {
+    private func object(_ contents: XMLElementTree, number: Int) throws(BucketListingError) -> BucketObject {
         guard let keyElement = contents.child("Key") else {
             throw BucketListingError(.missingField, "object \(number) of the listing has no Key")
         }
@@ -177,7 +177,7 @@ private struct BucketListingReader {
     }
 
     /// A whole number written in decimal digits only (no sign, no spaces inside).
-    private func wholeNumber(_ element: S3XMLElement, field: String) throws(BucketListingError) -> UInt64 {
+    private func wholeNumber(_ element: XMLElementTree, field: String) throws(BucketListingError) -> UInt64 {
         let text = element.text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = UInt64(text), value <= UInt64(Int.max) else {
             throw BucketListingError(.badValue, "the listing's \(field) is \(DisplayText.quoted(text)), not a whole number")

@@ -29,13 +29,13 @@ public struct S3ErrorReply: Sendable, Equatable, CustomStringConvertible {
     /// The error a body states, or nil when the body is no S3 error document (empty, HTML
     /// from a proxy, another XML document, an `<Error>` without a `<Code>`).
     public static func parse(_ body: Data) -> S3ErrorReply? {
-        guard let root = try? S3XMLElement.parseDocument(body), root.name == "Error" else { return nil }
+        guard let root = try? XMLElementTree.parseDocument(body), root.name == "Error" else { return nil }
         let reply = S3ErrorReply(root: root)
         return reply.code.isEmpty ? nil : reply
     }
 
     /// The fields of an `<Error>` element, each trimmed; absent or empty ones are nil.
-    init(root: S3XMLElement) {
+    init(root: XMLElementTree) {
         func field(_ name: String) -> String? {
             guard let text = root.child(name)?.text.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
             return text

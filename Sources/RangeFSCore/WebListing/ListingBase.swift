@@ -49,6 +49,25 @@ struct ListingBase: Sendable {
     /// The entry `href` names, or nil when it leads anywhere else. `href` is the attribute's
     /// value with its character references already decoded.
     func child(ofHref href: String) -> Child? {
+        guard var linked = linkedSegments(href) else { return nil }
+        let isDirectory = linked.last == ""
+        if isDirectory { linked.removeLast() }
+        guard linked.count == segments.count + 1, Array(linked.prefix(segments.count)) == segments,
+              let last = linked.last, !last.isEmpty else { return nil }
+        return Child(name: last == Self.undecodable ? nil : last, isDirectory: isDirectory)
+    }
+
+    /// Whether `href` names this directory itself, with or without its final `/` (a WebDAV
+    /// multistatus describes the collection asked for beside its members).
+    func isItself(href: String) -> Bool {
+        guard var linked = linkedSegments(href) else { return false }
+        if linked.last == "" { linked.removeLast() }
+        return linked == segments
+    }
+
+    /// The decoded segments of the absolute path `href` leads to ("" last for a directory's),
+    /// or nil when it leads off this server or carries a query or fragment.
+    private func linkedSegments(_ href: String) -> [String]? {
         let link = href.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !link.isEmpty, !link.contains("?"), !link.contains("#") else { return nil }
         let path: String
@@ -64,12 +83,7 @@ struct ListingBase: Sendable {
         } else {
             path = encodedPath + link
         }
-        var linked = Self.segments(of: Self.removingDotSegments(path))
-        let isDirectory = linked.last == ""
-        if isDirectory { linked.removeLast() }
-        guard linked.count == segments.count + 1, Array(linked.prefix(segments.count)) == segments,
-              let last = linked.last, !last.isEmpty else { return nil }
-        return Child(name: last == Self.undecodable ? nil : last, isDirectory: isDirectory)
+        return Self.segments(of: Self.removingDotSegments(path))
     }
 
     /// The path after `scheme://` when the authority is this page's, else nil.
