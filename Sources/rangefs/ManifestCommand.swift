@@ -61,6 +61,9 @@ struct ManifestCommand: ParsableCommand {
     @Option(help: "A file of extra CA certificates (PEM) to trust for https, besides the system's.")
     var caFile: String?
 
+    @OptionGroup(title: "Signing in")
+    var signIn: SignInOptions
+
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
@@ -101,7 +104,8 @@ struct ManifestCommand: ParsableCommand {
         settings.maxDepth = maxDepth
         settings.maxInFlight = maxListings
         settings.maxEntries = maxListedEntries
-        let headers = try HeaderArguments.parse(headers)
+        if bucket != nil { try signIn.checkNotForBucket() }
+        let headers = try signIn.adding(to: HeaderArguments.parse(headers), for: root)
         let listing = MountRunner.Listing(root: root, source: source, settings: settings)
         let lister = listing.lister(client: client, headers: headers, policy: FetchPolicy(), logger: notes)
         let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }

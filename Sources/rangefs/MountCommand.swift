@@ -130,6 +130,9 @@ struct MountCommand: ParsableCommand {
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
 
+    @OptionGroup(title: "Signing in")
+    var signIn: SignInOptions
+
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
@@ -352,8 +355,9 @@ struct MountCommand: ParsableCommand {
         let headerArguments = try headerFd.map { descriptor in
             try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
         } ?? headers
-        let headers = try HeaderArguments.parse(headerArguments)
+        var headers = try HeaderArguments.parse(headerArguments)
         if let bucket {
+            try signIn.checkNotForBucket()
             return ManifestLoader(location: .remote(bucket.address.rootURL), headers: headers)
         }
         let location: ManifestLocation
@@ -365,6 +369,11 @@ struct MountCommand: ParsableCommand {
         let resolved: ManifestLocation = switch location {
         case .file(let path): .file(path: absolutePath(path))
         case .remote: location
+        }
+        // The background mount gets the Authorization they make with the other headers.
+        if headerFd == nil {
+            let url: URL? = if case .remote(let url) = resolved { url } else { nil }
+            headers = try signIn.adding(to: headers, for: url)
         }
         return ManifestLoader(location: resolved, format: format.format, headers: headers)
     }

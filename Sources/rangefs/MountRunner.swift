@@ -50,11 +50,11 @@ struct MountRunner {
         func lister(client: CurlClient, headers: [String: String], policy: FetchPolicy, logger: Logger) -> any DirectoryLister {
             switch source {
             case .webDirectory:
-                WebDirectoryLister(client: client, headers: headers, headersOrigin: root, policy: policy,
-                                   maxEntries: settings.maxEntries, logger: logger)
+                WebDirectoryLister(ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
+                                                   maxEntries: settings.maxEntries, logger: logger))
             case .webDAV:
-                WebDAVLister(client: client, headers: headers, headersOrigin: root, policy: policy,
-                             maxEntries: settings.maxEntries, logger: logger)
+                WebDAVLister(ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
+                                             maxEntries: settings.maxEntries, logger: logger))
             case .bucket(let address):
                 BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
             }
@@ -64,7 +64,7 @@ struct MountRunner {
         func refusal(_ error: FetchError) -> String {
             // A server that wants credentials says so with a 401 alone: say how to give them.
             let hint = if case .remote(.status(401, _, _)) = error.reason {
-                " (the server asks for credentials: --header 'Authorization: Basic BASE64(USER:PASSWORD)' or 'Authorization: Bearer TOKEN')"
+                " (the server asks for credentials: --user NAME with --password-file FILE, or --header 'Authorization: Bearer TOKEN')"
             } else { "" }
             return switch source {
             case .webDirectory: "cannot mount the web directory \(error)\(hint)"

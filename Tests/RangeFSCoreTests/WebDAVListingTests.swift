@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import RangeFSCore
 
-// Multistatus replies captured from WsgiDAV and Apache mod_dav (Tests/Fixtures/webdav, whose
+// Multistatus replies captured from WsgiDAV, Apache mod_dav and rclone serve webdav (Tests/Fixtures/webdav, whose
 // README says how), and hand-written ones for what real servers do less often.
 
 private let fixtures = URL(fileURLWithPath: #filePath)
@@ -33,7 +33,8 @@ private func member(_ href: String, collection: Bool = false, length: String? = 
 @Suite("WebDAV multistatus")
 struct WebDAVListingTests {
     @Test("each real server's reply gives every member once, with its exact size, and leaves the collection itself out",
-          arguments: [("wsgidav-top.xml", "http://127.0.0.1:18080/"), ("apache-top.xml", "http://127.0.0.1:18081/dav/")])
+          arguments: [("wsgidav-top.xml", "http://127.0.0.1:18080/"), ("apache-top.xml", "http://127.0.0.1:18081/dav/"),
+                      ("rclone-top.xml", "http://127.0.0.1:18082/")])
     func capturedReplies(file: String, url: String) throws {
         let body = try Data(contentsOf: fixtures.appendingPathComponent(file))
         let listing = try WebDAVListing.parse(body, url: URL(string: url)!)

@@ -14,7 +14,7 @@ struct WebDirectoryListerTests {
     }
 
     var server: FaultServer { http.server }
-    var lister: WebDirectoryLister { WebDirectoryLister(client: http.client, timeout: .seconds(10), logger: http.logger) }
+    var lister: WebDirectoryLister { WebDirectoryLister(ListingDownload(client: http.client, timeout: .seconds(10), logger: http.logger)) }
 
     func list(_ path: String, held: RemoteValidator? = nil) throws -> Result<ListingAnswer, FetchError> {
         try FilesystemHarness.wait { completion in lister.list(server.url(path), heldVersion: held, completion: completion) }
@@ -69,7 +69,7 @@ struct WebDirectoryListerTests {
         let slowDone = DispatchSemaphore(value: 0)
         slow.start { _ in slowDone.signal() }
         try #require(FilesystemHarness.eventually(timeout: 5) { server.requests(for: "slow.bin").count == 1 })
-        let lister = WebDirectoryLister(client: client, timeout: .seconds(10), logger: http.logger)
+        let lister = WebDirectoryLister(ListingDownload(client: client, timeout: .seconds(10), logger: http.logger))
         let asked = ContinuousClock.now
         let near = try FilesystemHarness.wait { completion in lister.list(server.url("near/"), heldVersion: nil, completion: completion) }.get()
         let waited = ContinuousClock.now - asked

@@ -30,7 +30,7 @@ struct WebDirectoryWalkTests {
         let notes = NoteRecorder()
         var settings = ListedDirectories.Settings()
         settings.maxDepth = maxDepth
-        let lister = WebDirectoryLister(client: http.client, timeout: .seconds(10), logger: notes.logger)
+        let lister = WebDirectoryLister(ListingDownload(client: http.client, timeout: .seconds(10), logger: notes.logger))
         let tree = ListedDirectories(root: ListedDirectories.directoryURL(server.url(path)), lister: lister,
                                      settings: settings, logger: notes.logger) { _ in }
         let failures = tree.listEverything(timeout: .seconds(30))

@@ -11,8 +11,9 @@ struct MountSettingsTests {
     static let placeholders = ["/manifest", "/mountpoint"]
 
     /// Flags of `rangefs mount` that are not settings: repeatable or secret (`--header`,
-    /// `-o` itself), the positive form of `--no-passthrough`, and the built-in help.
-    static let notSettings: Set<String> = ["--header", "-o", "--passthrough", "-f", "--help", "-h"]
+    /// `-o` itself; `--user` and `--password-file`, which become an `Authorization` header, and
+    /// `user` is mount(8)'s), the positive form of `--no-passthrough`, and the built-in help.
+    static let notSettings: Set<String> = ["--header", "-o", "--user", "--password-file", "--passthrough", "-f", "--help", "-h"]
 
     /// The visible flags of `rangefs mount`, as the argument parser describes them.
     static func declaredFlags() throws -> Set<String> {
@@ -102,5 +103,62 @@ struct MountSettingsTests {
     static func contains(_ arguments: [String], _ part: [String]) -> Bool {
         guard part.count <= arguments.count else { return false }
         return (0...(arguments.count - part.count)).contains { Array(arguments[$0..<($0 + part.count)]) == part }
+    }
+}
+
+/// `--user` and `--password-file`: HTTP Basic credentials that never sit on the command line.
+@Suite("Signing in")
+struct SignInOptionsTests {
+    static func options(_ arguments: [String]) throws -> SignInOptions {
+        try SignInOptions.parse(arguments)
+    }
+
+    static func passwordFile(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rangefs-password-\(UUID().uuidString)").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("--user with --password-file makes the Authorization header from the file's first line")
+    func fromFile() throws {
+        let file = try Self.passwordFile("pa ss:word\nsecond line\n")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let headers = try Self.options(["--user", "me", "--password-file", file])
+            .adding(to: ["X-Other": "1"], for: URL(string: "https://host/dav/"), ask: { _ in Issue.record("asked"); return nil })
+        #expect(headers["Authorization"] == "Basic " + Data("me:pa ss:word".utf8).base64EncodedString())
+        #expect(headers["X-Other"] == "1")
+    }
+
+    @Test("the URL's user is taken when --user is not given; without a file the password is asked, and a missing terminal is an error")
+    func urlUserAndPrompt() throws {
+        let asked = try Self.options([]).adding(to: [:], for: URL(string: "davs://alice@host/")) { _ in "typed" }
+        #expect(asked == [:], "nothing given, nothing made: the URL's user alone is libcurl's")
+        let prompted = try Self.options(["--user", "bob"]).adding(to: [:], for: URL(string: "https://host/")) { prompt in
+            #expect(prompt.contains("bob@host"))
+            return "typed"
+        }
+        #expect(prompted["Authorization"] == "Basic " + Data("bob:typed".utf8).base64EncodedString())
+        let file = try Self.passwordFile("pw\r\n")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let fromURL = try Self.options(["--password-file", file]).adding(to: [:], for: URL(string: "https://alice@host/"))
+        #expect(fromURL["Authorization"] == "Basic " + Data("alice:pw".utf8).base64EncodedString())
+        #expect(throws: ValidationError.self) {
+            try Self.options(["--user", "bob"]).adding(to: [:], for: nil) { _ in nil }
+        }
+    }
+
+    @Test("a user with ':', no user at all, an Authorization header beside, and an unreadable or empty file are refused")
+    func refusals() throws {
+        let file = try Self.passwordFile("pw\n")
+        let empty = try Self.passwordFile("\nnext\n")
+        defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: empty) }
+        let url = URL(string: "https://host/")
+        #expect(throws: ValidationError.self) { try Self.options(["--user", "a:b", "--password-file", file]).adding(to: [:], for: url) }
+        #expect(throws: ValidationError.self) { try Self.options(["--password-file", file]).adding(to: [:], for: url) }
+        #expect(throws: ValidationError.self) {
+            try Self.options(["--user", "me", "--password-file", file]).adding(to: ["authorization": "Bearer x"], for: url)
+        }
+        #expect(throws: ValidationError.self) { try Self.options(["--user", "me", "--password-file", "/no/such/file"]).adding(to: [:], for: url) }
+        #expect(throws: ValidationError.self) { try Self.options(["--user", "me", "--password-file", empty]).adding(to: [:], for: url) }
     }
 }

@@ -128,12 +128,11 @@ final class ListingServer {
         """
     }
 
-    /// Only the modules a listing needs, loaded by path: nothing of /etc/apache2 is read.
-    private static func apacheConfig(prefix: URL, tree: URL, port: UInt16) -> String {
+    /// An Apache 2 configuration that reads nothing of /etc/apache2: the server's own lines in
+    /// `prefix` (pid, logs, `access.log` in `logFormat`), `modules` loaded by path, then `body`.
+    static func apacheConfig(prefix: URL, port: UInt16, modules: [String], logFormat: String, body: String) -> String {
         let p = prefix.path
-        let modules = ["mpm_event", "authz_core", "alias", "autoindex", "mime"].map {
-            "LoadModule \($0)_module /usr/lib/apache2/modules/mod_\($0).so"
-        }.joined(separator: "\n")
+        let loads = modules.map { "LoadModule \($0)_module /usr/lib/apache2/modules/mod_\($0).so" }.joined(separator: "\n")
         // Apache refuses to serve as root; its children then run as nobody, who can read the tree.
         let user = geteuid() == 0 ? "User nobody\nGroup nogroup" : ""
         return """
@@ -142,12 +141,20 @@ final class ListingServer {
         PidFile \(p)/httpd.pid
         DefaultRuntimeDir \(p)
         ErrorLog \(p)/error.log
-        LogFormat "%m %U %>s %B \\"%{Range}i\\" \\"%{If-Range}i\\"" ranges
-        CustomLog \(p)/access.log ranges
-        \(modules)
+        LogFormat "\(logFormat)" requests
+        CustomLog \(p)/access.log requests
+        \(loads)
         TypesConfig /etc/mime.types
         \(user)
         ServerName 127.0.0.1
+        \(body)
+        """
+    }
+
+    /// Only the modules a listing needs.
+    private static func apacheConfig(prefix: URL, tree: URL, port: UInt16) -> String {
+        apacheConfig(prefix: prefix, port: port, modules: ["mpm_event", "authz_core", "alias", "autoindex", "mime"],
+                     logFormat: #"%m %U %>s %B \"%{Range}i\" \"%{If-Range}i\""#, body: """
         DocumentRoot \(tree.path)
         Alias /plain/ \(tree.path)/
         Alias /fancy/ \(tree.path)/
@@ -175,7 +182,7 @@ final class ListingServer {
           FileETag Size
         </Location>
 
-        """
+        """)
     }
 
     private static func lighttpdConfig(prefix: URL, tree: URL, port: UInt16) -> String {

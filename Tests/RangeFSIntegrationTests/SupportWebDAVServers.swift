@@ -120,26 +120,11 @@ final class WebDAVServer {
         """
     }
 
-    /// Only the modules WebDAV needs, loaded by path: nothing of /etc/apache2 is read.
+    /// Only the modules WebDAV needs.
     private static func apacheConfig(prefix: URL, tree: URL, port: UInt16) -> String {
-        let p = prefix.path
-        let modules = ["mpm_event", "authz_core", "alias", "mime", "dav", "dav_fs"].map {
-            "LoadModule \($0)_module /usr/lib/apache2/modules/mod_\($0).so"
-        }.joined(separator: "\n")
-        let user = geteuid() == 0 ? "User nobody\nGroup nogroup" : ""
-        return """
-        ServerRoot \(p)
-        Listen 127.0.0.1:\(port)
-        PidFile \(p)/httpd.pid
-        DefaultRuntimeDir \(p)
-        ErrorLog \(p)/error.log
-        LogFormat "%m %U %>s" requests
-        CustomLog \(p)/access.log requests
-        \(modules)
-        TypesConfig /etc/mime.types
-        \(user)
-        ServerName 127.0.0.1
-        DavLockDB \(p)/locks/davlock
+        ListingServer.apacheConfig(prefix: prefix, port: port, modules: ["mpm_event", "authz_core", "alias", "mime", "dav", "dav_fs"],
+                                   logFormat: "%m %U %>s", body: """
+        DavLockDB \(prefix.path)/locks/davlock
         DocumentRoot \(tree.path)
         Alias /dav/ \(tree.path)/
         <Directory \(tree.path)>
@@ -149,6 +134,6 @@ final class WebDAVServer {
           Dav On
         </Location>
 
-        """
+        """)
     }
 }

@@ -16,14 +16,8 @@ extension RangeFSIntegrationTests {
         let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none"])
         try mount.mount()
 
-        let top = Command.run(["ls", "-1", "--", mount.mountpoint])
-        let expectedTop = try FileManager.default.contentsOfDirectory(atPath: tree.path).sorted()
-        #expect(Set(top.stdout.split(separator: "\n").map(String.init)) == Set(expectedTop), "\(kind): ls\n\(top)\(Check.daemonLog(mount))")
-
+        try Self.expectNamesShown(of: tree, in: mount, "\(kind)")
         let onDisk = try Self.filesOnDisk(below: tree)
-        let found = Command.run(["find", mount.mountpoint, "-type", "f"])
-        let foundPaths = Set(found.stdout.split(separator: "\n").map { String($0.dropFirst(mount.mountpoint.count + 1)) })
-        #expect(foundPaths == Set(onDisk.keys), "\(kind): find\n\(found)\(Check.daemonLog(mount))")
         // Every size as the server's disk has it, before any file is read.
         for relative in onDisk.keys.sorted() {
             let mounted = try FileManager.default.attributesOfItem(atPath: mount.path(relative))[.size] as? NSNumber
@@ -34,11 +28,7 @@ extension RangeFSIntegrationTests {
         #expect(beforeReads.contains { $0.hasPrefix("PROPFIND ") }, "\(kind): the server logs what it answers: \(beforeReads)")
         #expect(beforeReads.allSatisfy { $0.hasPrefix("PROPFIND ") },
                 "\(kind): listing the tree and stat of every file ask PROPFIND alone: \(beforeReads)")
-        for (relative, hash) in onDisk.sorted(by: { $0.key < $1.key }) {
-            #expect(SHA256.of(mount.path(relative)).hash == hash, "\(kind): sha256 of \(relative)\(Check.daemonLog(mount))")
-        }
-        let empty = Command.run(["ls", "-A", "--", mount.path("empty")])
-        #expect(empty.succeeded && empty.stdout.isEmpty, "\(kind): an empty directory lists empty\n\(empty)")
+        try Self.expectBytesShown(of: tree, in: mount, "\(kind)")
         let requests = server.requests()
         #expect(requests.contains { $0.hasPrefix("GET ") } && !requests.contains { $0.hasPrefix("HEAD ") },
                 "\(kind): files are read with GETs, and no size was probed: \(requests)")
@@ -112,7 +102,7 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
-    @Test("WebDAV over TLS behind HTTP Basic: refused without credentials, mounted and read byte-exact with them, which never reach the log")
+    @Test("WebDAV over TLS behind HTTP Basic: refused without credentials, mounted and read byte-exact with --user and --password-file, which reach neither ps nor the log")
     func webDAVOverTLSWithCredentials() throws {
         let tree = try Scratch.makeDir("dav-tree")
         try AwkwardTree.make(in: tree, big: false)
@@ -121,17 +111,28 @@ extension RangeFSIntegrationTests {
         let caFile = try #require(server.caFile)
         let refused = try fx.prepare(source: server.address, options: ["--ca-file", caFile])
         let refusal = refused.tryMount()
-        #expect(!refusal.succeeded && refusal.stderr.contains("401"), "without credentials: \(refusal)")
+        #expect(!refusal.succeeded && refusal.stderr.contains("401") && refusal.stderr.contains("--user"), "without credentials, told how to give them: \(refusal)")
         #expect(!refused.isMounted)
 
         let credentials = WebDAVServer.credentials
         let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
         let authorization = "Authorization: Basic \(token)"
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--ca-file", caFile, "--header", authorization])
+        // The password from a file, handed to the mount in the background through its pipe.
+        let passwordFile = try Scratch.makeDir("dav-password").appendingPathComponent("password")
+        try Data("\(credentials.password)\n".utf8).write(to: passwordFile)
+        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--ca-file", caFile,
+                                                                   "--user", credentials.user, "--password-file", passwordFile.path])
         try mount.mount()
         for relative in ["sub dir/inner.txt", "one-and-half-m.bin", "hash#name.txt"] {
             #expect(SHA256.of(mount.path(relative)).hash == SHA256.of(tree.appendingPathComponent(relative).path).hash,
                     "\(relative) reads byte-exact over https\(Check.daemonLog(mount))")
+        }
+        let pids = mount.daemonPids()
+        #expect(!pids.isEmpty, "the mount runs in the background")
+        for pid in pids {
+            let commandLine = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            #expect(!commandLine.isEmpty && !commandLine.contains(credentials.password) && !commandLine.contains(token),
+                    "the background mount's command line holds no credential")
         }
         #expect(mount.unmount().succeeded)
         let log = (try? String(contentsOfFile: mount.logPath, encoding: .utf8)) ?? ""

@@ -29,20 +29,28 @@ extension RangeFSIntegrationTests {
         let mount = try fx.prepare(source: server.baseURL + path, options: ["--prefetch", "none"])
         try mount.mount()
 
+        try Self.expectNamesShown(of: tree, in: mount, "\(kind)")
+        try Self.expectBytesShown(of: tree, in: mount, "\(kind)")
+        #expect(mount.unmount().succeeded)
+    }
+
+    /// `ls` of the top and `find` show every name of `tree`.
+    static func expectNamesShown(of tree: URL, in mount: Mount, _ label: String) throws {
         let top = Command.run(["ls", "-1", "--", mount.mountpoint])
         let expectedTop = try FileManager.default.contentsOfDirectory(atPath: tree.path).sorted()
-        #expect(Set(top.stdout.split(separator: "\n").map(String.init)) == Set(expectedTop), "\(kind): ls\n\(top)\(Check.daemonLog(mount))")
-
-        let onDisk = try Self.filesOnDisk(below: tree)
+        #expect(Set(top.stdout.split(separator: "\n").map(String.init)) == Set(expectedTop), "\(label): ls\n\(top)\(Check.daemonLog(mount))")
         let found = Command.run(["find", mount.mountpoint, "-type", "f"])
         let foundPaths = Set(found.stdout.split(separator: "\n").map { String($0.dropFirst(mount.mountpoint.count + 1)) })
-        #expect(foundPaths == Set(onDisk.keys), "\(kind): find\n\(found)\(Check.daemonLog(mount))")
-        for (relative, hash) in onDisk.sorted(by: { $0.key < $1.key }) {
-            #expect(SHA256.of(mount.path(relative)).hash == hash, "\(kind): sha256 of \(relative)\(Check.daemonLog(mount))")
+        #expect(foundPaths == Set(try filesOnDisk(below: tree).keys), "\(label): find\n\(found)\(Check.daemonLog(mount))")
+    }
+
+    /// Every file of `tree` reads byte-exact through the mount, and its `empty` directory lists empty.
+    static func expectBytesShown(of tree: URL, in mount: Mount, _ label: String) throws {
+        for (relative, hash) in try filesOnDisk(below: tree).sorted(by: { $0.key < $1.key }) {
+            #expect(SHA256.of(mount.path(relative)).hash == hash, "\(label): sha256 of \(relative)\(Check.daemonLog(mount))")
         }
         let empty = Command.run(["ls", "-A", "--", mount.path("empty")])
-        #expect(empty.succeeded && empty.stdout.isEmpty, "\(kind): an empty directory lists empty\n\(empty)")
-        #expect(mount.unmount().succeeded)
+        #expect(empty.succeeded && empty.stdout.isEmpty, "\(label): an empty directory lists empty\n\(empty)")
     }
 
     @Test("web directory: a remount with the server gone shows the last known tree and serves what was cached; refresh lists again")

@@ -161,7 +161,7 @@ struct WebListingServerTests {
         var logger = Logger(label: "rangefs-test")
         logger.logLevel = .critical
         let directories = ListedDirectories(root: URL(string: server.baseURL + "/html/")!,
-                                            lister: WebDirectoryLister(client: client, logger: logger), logger: logger) { _ in }
+                                            lister: WebDirectoryLister(ListingDownload(client: client, logger: logger)), logger: logger) { _ in }
         func listed(_ path: EntryPath?) throws {
             let outcome = Mutex<Result<Void, FetchError>?>(nil)
             let done = DispatchSemaphore(value: 0)
