@@ -32,16 +32,23 @@ sources_for() {
             # The parsers, not the code that downloads a manifest (it needs the HTTP client).
             grep -L -e RemoteClient -e RemoteError "$CORE"/Manifest/*.swift
             echo "$CORE/Remote/ContentRange.swift"
+            # Headers given with a manifest's URL stay on its origin.
+            echo "$CORE/Remote/URL+Origin.swift"
             echo "$CORE/Support/ByteSize.swift"
             # Compact storage the manifest's entries and clash check are built on.
             echo "$CORE/Support/PositionTable.swift"
             echo "$CORE/Support/String+SameBytes.swift"
-            # Piece digests print as hex.
+            # Piece digests print as hex; piece counts round up.
             echo "$CORE/Support/HexDigits.swift"
+            echo "$CORE/Support/SizeArithmetic.swift"
             # S3 listing replies and error documents (not the signer, which needs swift-crypto).
-            for file in S3XMLElement BucketListingPage BucketDirectory S3ErrorReply S3FailureExplanation; do
+            for file in BucketListingPage BucketDirectory S3ErrorReply S3FailureExplanation; do
                 echo "$CORE/S3/$file.swift"
             done
+            # WebDAV multistatus replies, read into entries as web listings are.
+            printf "%s\n" "$CORE"/WebListing/*.swift
+            echo "$CORE/WebDAV/WebDAVListing.swift"
+            echo "$CORE/Support/PercentEncoding.swift"
             ;;
         HeaderFuzzer)
             echo "$CORE/Remote/ContentRange.swift"

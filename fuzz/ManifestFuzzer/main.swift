@@ -2,7 +2,7 @@
 // Sources/RangeFSCore/Manifest/*.swift (see fuzz/run.sh), so internal types are reachable.
 //
 // The first byte of an input picks the entry point; the rest is the manifest text (or, for
-// selector 10, the body of an S3 ListObjectsV2 reply).
+// selector 10, the body of an S3 ListObjectsV2 reply or of a WebDAV PROPFIND's multistatus).
 // Besides "no crash", every accepted manifest must obey the rules all formats promise
 // (valid relative paths, http/https URLs with a host, no duplicate or clashing paths),
 // and every rejection must name the source.
@@ -16,7 +16,9 @@ public func rangefsManifestFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     let text = String(decoding: body, as: UTF8.self)
     let source = "fuzz-input"
     if selector % 11 == 10 {
+        // An XML reply: an S3 listing page or error, or a WebDAV multistatus.
         checkBucketListing(Data(body))
+        checkWebDAVListing(Data(body))
         return 0
     }
     do {
@@ -152,5 +154,27 @@ private func checkBucketListing(_ body: Data) {
     }
     for key in page.objects.map(\.key) + page.commonPrefixes where !accounted.contains(Array(key.utf8)) {
         fatalError("a key neither shown nor left out: \(key)")
+    }
+}
+
+/// A multistatus, read as the listing of http://127.0.0.1/d/: every entry shown is a valid name,
+/// once, directly below the collection, and a refusal says why.
+private func checkWebDAVListing(_ body: Data) {
+    let collection = URL(string: "http://127.0.0.1/d/")!
+    let listing: WebDAVListing
+    do {
+        listing = try WebDAVListing.parse(body, url: collection, maxEntries: 1_000)
+    } catch {
+        if error.reason.isEmpty { fatalError("a multistatus refused without a reason") }
+        return
+    }
+    var names = Set<[UInt8]>()
+    for entry in listing.entries {
+        if (try? EntryPath(validatingComponent: entry.name)) == nil { fatalError("an invalid name was shown: \(entry.name)") }
+        if !names.insert(Array(entry.name.utf8)).inserted { fatalError("two entries named \(entry.name)") }
+        guard entry.url.absoluteString.hasPrefix(collection.absoluteString) else {
+            fatalError("an entry outside the collection: \(entry.url.absoluteString)")
+        }
+        if entry.isDirectory && entry.size != nil { fatalError("a directory with a size") }
     }
 }
