@@ -95,6 +95,7 @@ struct ManifestCommand: ParsableCommand {
         var configuration = CurlClient.Configuration()
         configuration.caFile = caFile.map(absolutePath)
         configuration.proxy = proxy
+        configuration.netrcFile = try signIn.netrcPath()
         configuration.dialect = bucket?.dialect
         let client = CurlClient(configuration: configuration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
         defer { client.shutdown() }

@@ -224,6 +224,7 @@ struct MountCommand: ParsableCommand {
         var clientConfiguration = CurlClient.Configuration()
         clientConfiguration.caFile = caFile.map(absolutePath)
         clientConfiguration.proxy = proxy
+        clientConfiguration.netrcFile = try signIn.netrcPath()
         // The background mount gets a URL holding secrets on a pipe, which reads once.
         var argument: String
         do {

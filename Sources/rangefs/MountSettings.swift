@@ -64,6 +64,8 @@ enum MountSettings {
         .value("--cache-max-size", example: "2M") { $0.cacheMaxSize },
         .value("--cache-min-free", example: "2M") { $0.cacheMinFree },
         .value("--proxy", example: "http://proxy:3128") { $0.proxy },
+        .switchFlag("--netrc") { $0.signIn.netrc && $0.signIn.netrcFile == nil },
+        .value("--netrc-file", example: "/etc/rangefs/netrc") { $0.signIn.netrcFile.map(absolutePath) },
         .value("--metrics-address", example: "127.0.0.1:9464") { $0.metricsAddress },
         .value("--dir-cache-time", example: "10m") { $0.dirCacheTime },
         .value("--max-listed-entries", example: "500000") { String($0.maxListedEntries) },

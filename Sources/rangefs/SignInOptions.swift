@@ -9,13 +9,38 @@ import Glibc
 /// WebDAV server, a protected web directory, a manifest by URL), with the password kept off the
 /// command line: read from a file, else asked on the terminal. They become the `Authorization`
 /// header, which goes where every `--header` goes (the origin of the URL given, and the
-/// background mount through a pipe). Shared by `mount` and `manifest`.
+/// background mount through a pipe). `--netrc` and `--netrc-file` leave it to libcurl, which
+/// signs each request in with the entry of its own host. Shared by `mount` and `manifest`.
 struct SignInOptions: ParsableArguments {
     @Option(help: "A user name for HTTP Basic sign-in (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else it is asked on the terminal; never give it on the command line.")
     var user: String?
 
     @Option(help: "A file whose first line is the password for --user (or the URL's user).")
     var passwordFile: String?
+
+    @Flag(help: "Sign in to each host with its entry in ~/.netrc (machine, login, password), as curl --netrc does.")
+    var netrc = false
+
+    @Option(help: "The same, with this netrc file instead of ~/.netrc.")
+    var netrcFile: String?
+
+    /// The netrc file the client reads, as an absolute path; nil for none. It must be there to
+    /// be read: a typo would otherwise sign in nowhere, silently. (Checked when the command
+    /// runs, not when it is parsed: the settings' tests parse every flag with an example value.)
+    func netrcPath() throws -> String? {
+        let path: String
+        if let netrcFile {
+            path = absolutePath(netrcFile)
+        } else if netrc {
+            path = (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + "/.netrc"
+        } else {
+            return nil
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ValidationError("the netrc file \(path) cannot be read")
+        }
+        return path
+    }
 
     /// `headers` with the `Authorization` these options make for `url`, or as they are when
     /// neither option is given and the URL names no user with a password file to go with it.

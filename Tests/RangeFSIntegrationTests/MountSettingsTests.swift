@@ -161,4 +161,13 @@ struct SignInOptionsTests {
         #expect(throws: ValidationError.self) { try Self.options(["--user", "me", "--password-file", "/no/such/file"]).adding(to: [:], for: url) }
         #expect(throws: ValidationError.self) { try Self.options(["--user", "me", "--password-file", empty]).adding(to: [:], for: url) }
     }
+
+    @Test("--netrc-file names the file libcurl reads, as an absolute path; one that cannot be read is an error, not a silent nothing")
+    func netrcFile() throws {
+        let file = try Self.passwordFile("machine host login me password pw\n")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(try Self.options([]).netrcPath() == nil)
+        #expect(try Self.options(["--netrc-file", file]).netrcPath() == file)
+        #expect(throws: ValidationError.self) { try Self.options(["--netrc-file", "/no/such/netrc"]).netrcPath() }
+    }
 }

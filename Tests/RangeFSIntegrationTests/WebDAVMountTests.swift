@@ -138,6 +138,15 @@ extension RangeFSIntegrationTests {
         let log = (try? String(contentsOfFile: mount.logPath, encoding: .utf8)) ?? ""
         #expect(!log.contains(credentials.password) && !log.contains(token), "the credentials never reach the log")
 
+        // A netrc file's entry for the host signs in as well, in the background mount too (-o netrc_file=).
+        let netrc = passwordFile.deletingLastPathComponent().appendingPathComponent("netrc")
+        try Data("machine 127.0.0.1 login \(credentials.user) password \(credentials.password)\n".utf8).write(to: netrc)
+        let byNetrc = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--ca-file", caFile, "-o", "netrc_file=\(netrc.path)"])
+        try byNetrc.mount()
+        #expect(SHA256.of(byNetrc.path("sub dir/inner.txt")).hash == SHA256.of(tree.appendingPathComponent("sub dir/inner.txt").path).hash,
+                "signed in by the netrc file\(Check.daemonLog(byNetrc))")
+        #expect(byNetrc.unmount().succeeded)
+
         // `rangefs manifest` lists the same tree, as https URLs a mount reads unchanged.
         let listed = Command.run([fx.binary, "manifest", "--ca-file", caFile, "--header", authorization, server.address])
         #expect(listed.succeeded, "\(listed)")

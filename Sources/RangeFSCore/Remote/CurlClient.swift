@@ -29,6 +29,9 @@ public final class CurlClient: RemoteClient {
         public var caFile: String?
         /// A proxy for every request; nil leaves libcurl to the usual `*_proxy` variables.
         public var proxy: String?
+        /// A netrc file: a request to a host it has an entry for signs in with that entry's login
+        /// and password (HTTP Basic), as `curl --netrc-file` does; nil reads none.
+        public var netrcFile: String?
         /// Where requests are counted: by kind and status, and those in flight.
         public var metrics = MountMetrics()
         /// What the server needs beyond plain HTTP (an S3 bucket's signatures); nil for a web server.

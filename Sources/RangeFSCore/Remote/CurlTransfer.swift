@@ -161,6 +161,11 @@ final class CurlTransfer {
         if let proxy = configuration.proxy {
             rangefs_easy_setopt_string(easy, CURLOPT_PROXY, proxy)
         }
+        // Matched against each hop's own host: an entry signs in to its host alone.
+        if let netrcFile = configuration.netrcFile {
+            rangefs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+            rangefs_easy_setopt_string(easy, CURLOPT_NETRC_FILE, netrcFile)
+        }
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
         if let dialect = configuration.dialect {
