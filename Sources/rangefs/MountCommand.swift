@@ -32,8 +32,8 @@ struct MountCommand: ParsableCommand {
         is a WebDAV collection (Nextcloud, ownCloud, a NAS, Apache mod_dav, rclone serve webdav), \
         mounted the same way: each directory listed with one PROPFIND (Depth: 1), whose exact \
         sizes and dates ls shows without a request per file; files are read with ranged GETs \
-        over http (dav://) or https (davs://). --header 'Authorization: Basic ...' or \
-        'Authorization: Bearer ...' signs in.
+        over http (dav://) or https (davs://). --user with --password-file (or the password asked \
+        on the terminal), --netrc, or --header 'Authorization: Bearer ...' signs in.
 
         An s3://BUCKET/PREFIX/ address mounts a bucket's keys below PREFIX the same way, each \
         directory listed with ListObjectsV2 and every request signed (AWS Signature Version 4) \
