@@ -2,29 +2,6 @@ import Foundation
 import Logging
 import Synchronization
 
-/// What the server said of a directory's listing.
-public enum ListingAnswer: Sendable {
-    /// The held listing is current (`304`); the validator to keep.
-    case unchanged(RemoteValidator?, serverTime: Duration)
-    /// The children, the listing's validator, and the URL the page came from after redirects.
-    case listed([WebListingEntry], RemoteValidator?, from: URL, serverTime: Duration)
-
-    /// How long the server took to answer, from the request sent to the first byte of its reply
-    /// (`DocumentReply.serverTime`; for a listing of several pages, the last page's).
-    public var serverTime: Duration {
-        switch self {
-        case .unchanged(_, let time), .listed(_, _, _, let time): time
-        }
-    }
-}
-
-/// Fetches the listing of one directory URL: its children, or why they could not be had.
-/// `heldVersion` is the validator of the listing held, for a conditional request.
-public protocol DirectoryLister: Sendable {
-    func list(_ url: URL, heldVersion: RemoteValidator?,
-              completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void)
-}
-
 /// The directories of a mount made from a server's listings, listed as they are first looked
 /// at: a bounded number of listings at once, every caller waiting on a directory answered once
 /// its listing is in. After each listing the mount is shown the grown tree (`onChange`) before
@@ -417,39 +394,5 @@ extension Array {
             if belongs(element) { yes.append(element) } else { no.append(element) }
         }
         return (yes, no)
-    }
-}
-
-/// The directories waiting to be listed: those a caller waits on first, the latest of them
-/// first, then those asked for ahead of need in the order asked. Each step costs the same
-/// however many wait (a walk of a tree of 100,000 directories queues them all).
-struct ListingQueue {
-    /// Waited on; the last put is taken first.
-    private var waitedOn: [String] = []
-    /// Ahead of need, in the order asked, from `aheadStart` on.
-    private var ahead: [String] = []
-    private var aheadStart = 0
-
-    mutating func putFirst(_ path: String) {
-        waitedOn.append(path)
-    }
-
-    mutating func putLast(_ path: String) {
-        ahead.append(path)
-    }
-
-    /// The next path to list. A path put first after it was put last comes out twice: the
-    /// caller skips what it lists already.
-    mutating func next() -> String? {
-        if let path = waitedOn.popLast() { return path }
-        guard aheadStart < ahead.count else { return nil }
-        let path = ahead[aheadStart]
-        aheadStart += 1
-        // Taken paths are dropped once they are half the array: each is moved at most once.
-        if aheadStart * 2 >= ahead.count {
-            ahead.removeFirst(aheadStart)
-            aheadStart = 0
-        }
-        return path
     }
 }

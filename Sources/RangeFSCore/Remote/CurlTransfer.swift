@@ -96,80 +96,18 @@ final class CurlTransfer {
         metrics = configuration.metrics
         dialect = configuration.dialect
         maxRedirects = configuration.maxRedirects
-        // The caller's headers go to the origin of the URL they were given with; the
-        // request's own (conditions, encoding) to every hop.
-        let asked: URL
-        let callerHeaders: [String: String]
-        var headers: [String: String] = [:]
-        var method = "GET"
-        switch spec {
-        case .probe(let probeURL, let probeHeaders, let probeMethod, _):
-            asked = probeURL
-            callerHeaders = probeHeaders
-            if probeMethod == .head {
-                method = "HEAD"
-                rangefs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
-            } else {
-                rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "0-0")
-            }
-        case .range(let request, _, _):
-            asked = request.url
-            callerHeaders = request.headers
-            if !request.wholeBody {
-                rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
-                if let condition = request.conditionHeader(configuration.dialect?.rangeCondition ?? .ifRange) {
-                    headers[condition.name] = condition.value
-                }
-            }
-            if let rate = request.maxBytesPerSecond {
-                rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
-            }
-            // Large socket reads; probes keep libcurl's default buffer.
-            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
-        case .document(let request, _, _):
-            asked = request.url
-            callerHeaders = request.headers
-            headers = request.conditionalHeaders
-            if case .propfind(let body) = request.method {
-                method = request.method.name
-                rangefs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method)
-                // Copied: libcurl reads the body while the transfer runs, after this returns.
-                rangefs_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, body)
-                headers["Content-Type"] = "application/xml; charset=utf-8"
-                headers["Depth"] = "1"
-            }
-            rangefs_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.timeInterval * 1000)))
-        }
-        self.hop = hop ?? RedirectHop(asked: asked)
+        let asked = Self.setRequest(of: spec, on: easy, configuration: configuration)
+        var headers = asked.ownHeaders
+        self.hop = hop ?? RedirectHop(asked: asked.url)
         let url = self.hop.url
         requestURL = url
-        headers.merge(self.hop.headers(callerHeaders)) { own, _ in own }
+        headers.merge(self.hop.headers(asked.callerHeaders)) { own, _ in own }
         rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
-        rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        // libcurl would send custom headers to wherever a redirect leads: redirects are
-        // followed here instead, one hop at a time (`RedirectHop`).
-        rangefs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        rangefs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        rangefs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, configuration.connectTimeoutSeconds)
-        rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        rangefs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, configuration.stallTimeoutSeconds)
-        rangefs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        rangefs_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent)
-        if let caFile = configuration.caFile {
-            rangefs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
-        }
-        if let proxy = configuration.proxy {
-            rangefs_easy_setopt_string(easy, CURLOPT_PROXY, proxy)
-        }
-        // Matched against each hop's own host: an entry signs in to its host alone.
-        if let netrcFile = configuration.netrcFile {
-            rangefs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
-            rangefs_easy_setopt_string(easy, CURLOPT_NETRC_FILE, netrcFile)
-        }
+        Self.setConnectionRules(on: easy, configuration: configuration)
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
         if let dialect = configuration.dialect {
-            headers.merge(dialect.authorizationHeaders(method: method, url: url, date: Date())) { _, signed in signed }
+            headers.merge(dialect.authorizationHeaders(method: asked.method, url: url, date: Date())) { _, signed in signed }
         }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             headerList = curl_slist_append(headerList, "\(name): \(value)")
