@@ -48,13 +48,14 @@ struct MountRunner {
 
         /// The part that lists one directory of this source.
         func lister(client: CurlClient, headers: [String: String], policy: FetchPolicy, logger: Logger) -> any DirectoryLister {
-            switch source {
+            // A web server's and a WebDAV server's listings are one document a directory.
+            let download = ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
+                                           maxEntries: settings.maxEntries, logger: logger)
+            return switch source {
             case .webDirectory:
-                WebDirectoryLister(ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
-                                                   maxEntries: settings.maxEntries, logger: logger))
+                WebDirectoryLister(download)
             case .webDAV:
-                WebDAVLister(ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
-                                             maxEntries: settings.maxEntries, logger: logger))
+                WebDAVLister(download)
             case .bucket(let address):
                 BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
             }
