@@ -25,4 +25,41 @@ extension RangeFSIntegrationTests {
         #expect(ranges.count >= 4, "read-ahead should have sent several range requests: \(ranges)")
         #expect(connections.count >= 2, "the range requests should not share one connection: \(ranges)")
     }
+
+    /// A listing's size probes are many small requests at once: over HTTP/2 they go as streams of
+    /// one shared connection (one handshake, many at once), while reads keep connections of their own.
+    @Test("https: ls -l of unsized files probes them on one shared HTTP/2 connection, which reads never use; reads byte-exact")
+    func httpsListingProbesShareOneConnection() throws {
+        let dir = try Scratch.makeDir("https-listing")
+        defer { Scratch.remove(dir) }
+        let count = 40
+        let names = (0..<count).map { String(format: "f%02d.bin", $0) }
+        for (index, name) in names.enumerated() {
+            try Data(repeating: UInt8(index), count: 1000 + index).write(to: dir.appendingPathComponent(name))
+        }
+        let server = try TLSNginx(serving: dir)
+        let mount = try fx.mount(names.map { ManifestLine(path: "d/\($0)", url: server.baseURL + "/" + $0) },
+                                 options: ["--prefetch", "none", "--ca-file", server.caFile])
+        let listing = Command.run(["ls", "-l", mount.path("d")], timeout: 120)
+        Check.succeeded(listing, "ls -l")
+        for (index, name) in names.enumerated() {
+            #expect(listing.stdout.contains(" \(1000 + index) ") && listing.stdout.contains(name),
+                    "ls -l should show \(name) with its size \(1000 + index): \(listing.stdout)\(Check.daemonLog(mount))")
+        }
+        let probes = server.accessLog.entries().filter { $0.method == "HEAD" }
+        #expect(probes.count >= count, "each file's size should have been probed: \(probes)")
+        let perConnection = Dictionary(grouping: probes, by: \.connection).mapValues(\.count)
+        let busiest = perConnection.values.max() ?? 0
+        #expect(busiest >= count / 2, "most probes should share one connection (\(perConnection))")
+        #expect(server.protocols().allSatisfy { $0 == "HTTP/2.0" }, "the server offers HTTP/2: \(server.protocols())")
+
+        let mark = server.accessLog.mark()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: mount.path("d/f07.bin")))
+        #expect(bytes == Data(repeating: 7, count: 1007), "f07.bin should read byte-exact\(Check.daemonLog(mount))")
+        let reads = server.accessLog.entries(since: mark).filter { $0.method == "GET" }
+        try #require(!reads.isEmpty, "the read should have asked the server: \(reads)")
+        let shared = perConnection.filter { $0.value == busiest }.keys
+        #expect(reads.allSatisfy { !shared.contains($0.connection) }, "a read never goes on the probes' shared connection: \(reads)")
+    }
 }
+

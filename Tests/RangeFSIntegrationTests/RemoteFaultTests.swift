@@ -47,7 +47,7 @@ final class RemoteFaultTests {
     private func info(_ path: String = "file.bin") throws -> RemoteFileInfo {
         let box = Mutex<Result<RemoteFileInfo, RemoteError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        client.probe(url: server.url(path), headers: [:]) { result in
+        client.probe(url: server.url(path), headers: [:], connection: .own) { result in
             box.withLock { $0 = result }
             done.signal()
         }
@@ -61,7 +61,7 @@ final class RemoteFaultTests {
         let box = Mutex<Result<RemoteFileInfo, RemoteError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let start = Date()
-        client.probe(url: server.url(path), headers: [:]) { result in
+        client.probe(url: server.url(path), headers: [:], connection: .own) { result in
             box.withLock { $0 = result }
             done.signal()
         }

@@ -46,7 +46,7 @@ extension FileCatalog {
                     return group.leave()
                 }
                 let (url, headers) = file.verificationRequest
-                environment.client.probe(url: url, headers: headers) { outcome in
+                environment.client.probe(url: url, headers: headers, connection: .own) { outcome in
                     switch outcome {
                     case .success(let info):
                         if let why = file.verify(against: info, probedURL: url) {

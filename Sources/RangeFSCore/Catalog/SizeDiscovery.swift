@@ -54,12 +54,12 @@ final class SizeDiscovery: Sendable {
         self.environment = environment
         self.entryAt = entryAt
         self.makeFile = makeFile
-        let queue = ProbeQueue(limits: .init(afterReader: environment.policy.probeGraceAfterReader)) { [weak self] index in
+        let queue = ProbeQueue(limits: .init(afterReader: environment.policy.probeGraceAfterReader)) { [weak self] index, connection in
             guard let self else { return }
             guard let entry = entryAt(index) else { return probeQueue.finished(index) }
             // Its turn came after the size was already found (a probe queued twice).
             guard isAwaitingProbe(CacheKey.of(entry.urlString), by: index) else { return probeQueue.finished(index) }
-            probe(entry, index: index)
+            probe(entry, index: index, connection: connection)
         }
         probes.withLock { $0 = queue }
     }
@@ -216,12 +216,12 @@ final class SizeDiscovery: Sendable {
 
     /// Asks the entry's URL number `source` (its URL, then its mirrors in turn while each
     /// fails for good, or has another size than the manifest states) for the size and validator.
-    private func probe(_ entry: ManifestEntry, index: Int, source: Int = 0, attempt: Int = 1) {
+    private func probe(_ entry: ManifestEntry, index: Int, connection: ConnectionUse, source: Int = 0, attempt: Int = 1) {
         let urls = entry.urls
         let target = urls[source]
         // The manifest's headers do not go to a mirror on another origin.
         let headers = FetchSource.headers(entry.headers, sentTo: target, origin: entry.url)
-        environment.client.probe(url: target, headers: headers) { [self] answer in
+        environment.client.probe(url: target, headers: headers, connection: connection) { [self] answer in
             var result = answer
             // Among mirrors, one whose copy has another size than the manifest states is not the
             // file (its piece hashes could never match): the next one is asked.
@@ -231,20 +231,20 @@ final class SizeDiscovery: Sendable {
             if case .failure(let error) = result, case .success = answer {
                 if source + 1 < urls.count {
                     environment.logger.warning("\(entry.url.redactedForDisplay): \(target.redactedForDisplay) \(error); asking \(urls[source + 1].redactedForDisplay)")
-                    return probe(entry, index: index, source: source + 1)
+                    return probe(entry, index: index, connection: connection, source: source + 1)
                 }
                 return finishProbe(of: entry, index: index, with: result)
             }
             if case .failure(let error) = result, let delay = environment.policy.retryDelay(after: error, attempts: attempt) {
                 environment.logger.debug("size of \(target.redactedForDisplay): \(error); retry \(attempt) in \(delay)")
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    probe(entry, index: index, source: source, attempt: attempt + 1)
+                    probe(entry, index: index, connection: connection, source: source, attempt: attempt + 1)
                 }
                 return
             }
             if case .failure(let error) = result, source + 1 < urls.count {
                 environment.logger.warning("size of \(entry.url.redactedForDisplay) not found at \(target.redactedForDisplay): \(error); asking \(urls[source + 1].redactedForDisplay)")
-                return probe(entry, index: index, source: source + 1)
+                return probe(entry, index: index, connection: connection, source: source + 1)
             }
             // A mirror that answered is where the record's ranges go (`FileSources` knows it by its URL).
             let answered = result.map { info in
@@ -281,7 +281,7 @@ final class SizeDiscovery: Sendable {
             }
             return waiting
         }
-        probeQueue.finished(index)
+        probeQueue.finished(index, cameAsStream: (try? result.get())?.cameAsStream)
         // Looked up again just as this probe failed: that look-up needs a probe of its own.
         if isAwaitingProbe(key, by: index) { probeQueue.enqueue(index, priority: .reader) }
         for completion in waiting { completion(outcome) }

@@ -128,7 +128,7 @@ extension CachedFile {
     func probeSource(_ index: Int, at target: URL, after delay: Duration) {
         let headers = FetchSource.headers(self.headers, sentTo: target, origin: url)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-            environment.client.probe(url: target, headers: headers) { [self] result in
+            environment.client.probe(url: target, headers: headers, connection: .own) { [self] result in
                 update { $0.plan.sourceProbed(index, result, now: .now, probed: target) }
             }
         }

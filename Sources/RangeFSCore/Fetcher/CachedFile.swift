@@ -320,7 +320,7 @@ public final class CachedFile: Sendable {
                 events.rangesIgnored(self)
             case .findSource:
                 environment.metrics.sourceMarkedBad()
-                environment.client.probe(url: url, headers: headers) { [self] result in
+                environment.client.probe(url: url, headers: headers, connection: .own) { [self] result in
                     update { $0.plan.sourceFound(result) }
                 }
             case .verifyPiece(let index, let bytes, let expected, let token):

@@ -3,38 +3,72 @@ import Foundation
 
 /// How the mount's transfers use connections, over https as over http.
 ///
-/// libcurl multiplexes every transfer to a server that speaks HTTP/2 as a stream of one
-/// connection (its default once a connection speaks h2). That undoes what the engine is built
-/// on: read-ahead that fans out over several connections (where a server, a CDN or a lossy path
-/// limits each connection, each is another connection's worth of speed), and a reader's request
-/// that never waits behind another transfer's bulk bytes (inside one TCP connection, a stream's
-/// frames queue behind the others'). So every transfer has a connection of its own, as over
-/// plain http: the per-host connection cap and the loop's count of a server's connections
-/// (`CurlMultiLoop.connections(to:)`) then mean what they say. HTTP/2 is still spoken where the
-/// server offers it, one stream per connection. (Multiplexing only probes and documents, with
-/// ranges over HTTP/1.1 connections, measured no better on a distant link's cold read.)
+/// Every transfer has a connection of its own, in the client's main pool. libcurl would
+/// multiplex every transfer to a server that speaks HTTP/2 as a stream of one connection (its
+/// default once a connection speaks h2). That undoes what the engine is built on: read-ahead
+/// that fans out over several connections (where a server, a CDN or a lossy path limits each
+/// connection, each is another connection's worth of speed), and a reader's request that never
+/// waits behind another transfer's bulk bytes (inside one TCP connection, a stream's frames queue
+/// behind the others'). So the main pool multiplexes nothing: the per-host connection cap and
+/// the loop's count of a server's connections (`CurlMultiLoop.connections(to:)`) then mean
+/// what they say. HTTP/2 is still spoken where the server offers it, one stream per connection.
+///
+/// The one exception is many small requests at once: a listing's size probes
+/// (`ConnectionUse.stream`) to an https server. They go to a pool of their own (a second multi
+/// handle, on a thread of its own), of one connection per server, where they are streams of that
+/// connection when the server speaks HTTP/2: one handshake, and many probes at once, where each
+/// would otherwise wait its turn for one of a few connections. Bulk bytes never share it. It is
+/// a pool apart because libcurl chooses connections itself: in one pool, a range would reuse
+/// the shared connection while its probes run, and a probe would reuse a connection a range
+/// left (`PIPEWAIT` makes the first probes wait until that connection says whether it
+/// multiplexes, rather than each opening its own). Probes to a server that answers over
+/// HTTP/1.1 go back to the main pool (`ProbeQueue` learns which from their answers).
 ///
 /// New connections resume the TLS session of an earlier one (a share handle holding libcurl's
 /// session cache: each transfer is an easy handle of its own, whose own cache would start empty).
 ///
-/// Safe to share between threads as a value: the share handle is only used by the loop thread
-/// (as each transfer is set up, and at cleanup), so libcurl needs no lock functions for it.
+/// Safe to share between threads as a value: the share handle is only used by its pool's loop
+/// thread (as each transfer is set up, and at cleanup), so libcurl needs no lock functions for it.
 struct ConnectionRules: @unchecked Sendable {
+    enum Pool: Sendable {
+        /// A connection for each transfer.
+        case connectionEach
+        /// Streams of one connection per server.
+        case sharedStreams
+    }
+
+    let pool: Pool
     private let share: UnsafeMutableRawPointer?
 
-    init() {
+    init(pool: Pool) {
+        self.pool = pool
         share = curl_share_init()
         if let share { rangefs_share_data(share, CURL_LOCK_DATA_SSL_SESSION) }
     }
 
-    /// The multi handle's side of the rules: no transfer is a stream of another's connection.
-    func apply(toMulti multi: UnsafeMutableRawPointer) {
-        rangefs_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING)
+    /// Whether `spec` goes to the shared pool: a probe one of many asked for, to an https server
+    /// (over http there are no streams).
+    static func goesAsStream(_ spec: TransferSpec) -> Bool {
+        guard case .probe(let url, _, _, .stream, _) = spec else { return false }
+        return url.scheme?.lowercased() == "https"
+    }
+
+    /// The multi handle's side of the rules.
+    func apply(toMulti multi: UnsafeMutableRawPointer, maxConnectionsPerHost: Int) {
+        switch pool {
+        case .connectionEach:
+            rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+            rangefs_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING)
+        case .sharedStreams:
+            rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
+            rangefs_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
+        }
     }
 
     /// One transfer's side, before it is added to the multi handle.
     func apply(to easy: UnsafeMutableRawPointer) {
         if let share { rangefs_easy_setopt_pointer(easy, CURLOPT_SHARE, share) }
+        if pool == .sharedStreams { rangefs_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1) }
     }
 
     /// A transfer that ends before its reply does closes its connection. Over HTTP/1.1 libcurl

@@ -3,8 +3,9 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The libcurl client: one multi handle on its own thread, so every transfer of a mount
-/// shares one connection pool and no caller's thread waits on the network.
+/// The libcurl client: a multi handle on a thread of its own, so every transfer of a mount
+/// shares one connection pool and no caller's thread waits on the network; and a second one
+/// for the probes that go as streams of a shared connection (`ConnectionRules`).
 public final class CurlClient: RemoteClient {
     public struct Configuration: Sendable {
         public var maxConnectionsPerHost = 8
@@ -41,22 +42,32 @@ public final class CurlClient: RemoteClient {
     }
 
     private let inbox: CurlInbox
+    /// The shared pool's: probes that go as streams (`ConnectionRules.goesAsStream`).
+    private let streamInbox: CurlInbox
 
     public init(configuration: Configuration = Configuration(), logger: Logger) {
         CurlGlobal.initialize()
-        let multi = CurlMultiHandle(configuration: configuration)
+        inbox = Self.startLoop(pool: .connectionEach, named: "rangefs-http", configuration: configuration, logger: logger)
+        streamInbox = Self.startLoop(pool: .sharedStreams, named: "rangefs-http-streams", configuration: configuration,
+                                     logger: logger)
+    }
+
+    private static func startLoop(pool: ConnectionRules.Pool, named name: String, configuration: Configuration,
+                                  logger: Logger) -> CurlInbox {
+        let multi = CurlMultiHandle(configuration: configuration, pool: pool)
         let inbox = CurlInbox(multi: multi)
-        self.inbox = inbox
         let thread = Thread {
             CurlMultiLoop(multi: multi, inbox: inbox, configuration: configuration, logger: logger).run()
         }
-        thread.name = "rangefs-http"
+        thread.name = name
         thread.start()
+        return inbox
     }
 
-    public func probe(url: URL, headers: [String: String],
+    public func probe(url: URL, headers: [String: String], connection: ConnectionUse,
                       completion: @escaping @Sendable (Result<RemoteFileInfo, RemoteError>) -> Void) {
-        inbox.submit(.probe(url: url, headers: headers, method: .head, completion: completion))
+        let spec = TransferSpec.probe(url: url, headers: headers, method: .head, connection: connection, completion: completion)
+        (spec.goesAsStream ? streamInbox : inbox).submit(spec)
     }
 
     public func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
@@ -78,10 +89,12 @@ public final class CurlClient: RemoteClient {
         inbox.quietBackground(for: duration, headsToo: headsToo)
     }
 
-    /// Returns once the loop thread has ended and every transfer has completed.
+    /// Returns once the loop threads have ended and every transfer has completed.
     public func shutdown() {
         inbox.stop()
+        streamInbox.stop()
         inbox.waitUntilFinished()
+        streamInbox.waitUntilFinished()
     }
 }
 
@@ -101,7 +114,7 @@ enum TransferSpec: Sendable {
     /// HEAD first; `Range: bytes=0-0` when HEAD is refused or carries no length.
     enum ProbeMethod: Sendable { case head, firstByte }
 
-    case probe(url: URL, headers: [String: String], method: ProbeMethod,
+    case probe(url: URL, headers: [String: String], method: ProbeMethod, connection: ConnectionUse,
                completion: @Sendable (Result<RemoteFileInfo, RemoteError>) -> Void)
     case range(RangeRequest, sink: RangeBodySink, completion: @Sendable (Result<Void, RemoteError>) -> Void)
     case document(DocumentRequest, sink: DocumentBodySink, completion: @Sendable (Result<DocumentReply, RemoteError>) -> Void)
@@ -112,13 +125,13 @@ enum TransferSpec: Sendable {
 struct CurlMultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
     let connectionRules: ConnectionRules
+    var pool: ConnectionRules.Pool { connectionRules.pool }
 
-    init(configuration: CurlClient.Configuration) {
+    init(configuration: CurlClient.Configuration, pool: ConnectionRules.Pool) {
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
-        rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         rangefs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxConnections)
-        connectionRules = ConnectionRules()
-        connectionRules.apply(toMulti: multi)
+        connectionRules = ConnectionRules(pool: pool)
+        connectionRules.apply(toMulti: multi, maxConnectionsPerHost: configuration.maxConnectionsPerHost)
         raw = multi
     }
 
@@ -235,11 +248,14 @@ extension TransferSpec {
     /// The server it goes to (`URL.serverKey`).
     var server: String {
         switch self {
-        case .probe(let url, _, _, _): url.serverKey
+        case .probe(let url, _, _, _, _): url.serverKey
         case .range(let request, _, _): request.url.serverKey
         case .document(let request, _, _): request.url.serverKey
         }
     }
+
+    /// Goes as a stream of a connection shared with others (`ConnectionRules.goesAsStream`).
+    var goesAsStream: Bool { ConnectionRules.goesAsStream(self) }
 
     /// What a request is for, as the metrics count it.
     var metricsKind: MountMetrics.RequestKind {
@@ -252,7 +268,7 @@ extension TransferSpec {
 
     func fail(_ error: RemoteError) {
         switch self {
-        case .probe(_, _, _, let completion): completion(.failure(error))
+        case .probe(_, _, _, _, let completion): completion(.failure(error))
         case .range(_, _, let completion): completion(.failure(error))
         case .document(_, _, let completion): completion(.failure(error))
         }

@@ -25,8 +25,9 @@ final class CurlMultiLoop {
     }
 
     func run() {
-        // A reader's first request and the background's first transfer find theirs mapped.
-        buffers.prepare(2)
+        // A reader's first request and the background's first transfer find theirs mapped
+        // (probes, all the shared pool carries, have no body).
+        if multi.pool == .connectionEach { buffers.prepare(2) }
         while true {
             let (specs, stopping) = inbox.take()
             if stopping { break }

@@ -18,7 +18,7 @@ extension CurlTransfer {
     static func setRequest(of spec: TransferSpec, on easy: UnsafeMutableRawPointer,
                            configuration: CurlClient.Configuration) -> AskedRequest {
         switch spec {
-        case .probe(let url, let headers, let probeMethod, _):
+        case .probe(let url, let headers, let probeMethod, _, _):
             if probeMethod == .head {
                 rangefs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
                 return AskedRequest(url: url, method: "HEAD", callerHeaders: headers, ownHeaders: [:])

@@ -10,6 +10,13 @@ extension CurlTransfer {
         return code
     }
 
+    /// The response came over HTTP/2 (or later): a connection that carries streams side by side.
+    var spokeHTTP2: Bool {
+        var version = 0
+        rangefs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        return version >= Int(CURL_HTTP_VERSION_2_0)
+    }
+
     /// From the request sent to the reply's first byte (libcurl's timings, of this hop).
     var serverTime: Duration {
         var sent: curl_off_t = 0, firstByte: curl_off_t = 0

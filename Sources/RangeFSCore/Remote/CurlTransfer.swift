@@ -252,7 +252,7 @@ final class CurlTransfer {
         }
         let verdict: RemoteError?
         switch spec {
-        case .probe(_, _, let method, _):
+        case .probe(_, _, let method, _, _):
             switch ResponseCheck.probedSize(reply, firstByte: method == .firstByte) {
             case .success(let size):
                 probedSize = size
@@ -323,17 +323,19 @@ final class CurlTransfer {
             failure = .status(code, retryAfter: responseHeaders.retryAfter, detail: detail)
         }
         switch spec {
-        case .probe(let url, let headers, let method, let completion):
+        case .probe(let url, let headers, let method, let connection, let completion):
             if method == .head, failure != nil || curlResult != CURLE_OK {
                 // Some servers refuse HEAD or omit its length; the range GET decides.
-                return FollowUp(spec: .probe(url: url, headers: headers, method: .firstByte, completion: completion), hop: nil)
+                return FollowUp(spec: .probe(url: url, headers: headers, method: .firstByte, connection: connection,
+                                             completion: completion), hop: nil)
             }
             if let failure {
                 completion(.failure(failure))
             } else if let size = probedSize {
                 let reply = responseFacts(redirected: hop.count > 0)
                 completion(.success(RemoteFileInfo(size: size, validator: reply.validator, modified: responseHeaders.lastModified,
-                                                   finalURL: reply.redirected ? effectiveURL : nil)))
+                                                   finalURL: reply.redirected ? effectiveURL : nil,
+                                                   cameAsStream: spec.goesAsStream && spokeHTTP2)))
             } else {
                 completion(.failure(transportError(curlResult)))
             }

@@ -64,13 +64,28 @@ public struct RemoteFileInfo: Sendable, Equatable {
     /// Where redirects led: the URL the answer came from, or nil when no redirect was followed.
     /// The validator is that URL's (mirrors behind one URL each have their own).
     public var finalURL: URL?
+    /// The answer came as one stream of a connection shared with other requests (HTTP/2): the
+    /// server takes many such probes at once for the price of one connection.
+    public var cameAsStream: Bool
 
-    public init(size: UInt64, validator: RemoteValidator, modified: Date?, finalURL: URL? = nil) {
+    public init(size: UInt64, validator: RemoteValidator, modified: Date?, finalURL: URL? = nil,
+                cameAsStream: Bool = false) {
         self.size = size
         self.validator = validator
         self.modified = modified
         self.finalURL = finalURL
+        self.cameAsStream = cameAsStream
     }
+}
+
+/// How a request reaches its server (`ConnectionRules`).
+public enum ConnectionUse: Sendable, Equatable {
+    /// A connection of its own, reused only once idle: every range, and a probe a reader waits on
+    /// (the read that follows then finds that probe's connection idle).
+    case own
+    /// One of many small requests at once (a listing's size probes): where the server speaks
+    /// HTTP/2 over https, a stream of one connection they all share.
+    case stream
 }
 
 /// Who is waiting for a transfer: a reader, a reader soon (read-ahead), or nobody yet
@@ -267,7 +282,7 @@ public typealias RangeBodySink = @Sendable (_ bytes: UnsafeRawBufferPointer, _ o
 /// misbehaving servers on loopback, never a fake of this protocol.
 public protocol RemoteClient: Sendable {
     /// Finds a file's size and validator (HEAD, falling back to `Range: bytes=0-0`).
-    func probe(url: URL, headers: [String: String],
+    func probe(url: URL, headers: [String: String], connection: ConnectionUse,
                completion: @escaping @Sendable (Result<RemoteFileInfo, RemoteError>) -> Void)
     /// Streams `request.range` into `sink`; completes once every byte was delivered or on the first error.
     func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
