@@ -41,7 +41,7 @@ public struct ListingDownload: Sendable {
                completion: @escaping @Sendable (Result<FetchedDocument, RemoteError>) -> Void) {
         let sent = headersOrigin.map { FetchSource.headers(headers, sentTo: url, origin: $0) } ?? [:]
         let request = DocumentRequest(url: url, method: method, headers: sent, maxBytes: maxBytes,
-                                      heldVersion: heldVersion, timeout: timeout)
+                                      heldVersion: heldVersion, timeout: timeout, connection: .stream)
         var download = DocumentDownload(request: request, client: client)
         download.policy = policy
         download.start(completion: completion)

@@ -13,11 +13,13 @@ import Foundation
 /// the loop's count of a server's connections (`CurlMultiLoop.connections(to:)`) then mean
 /// what they say. HTTP/2 is still spoken where the server offers it, one stream per connection.
 ///
-/// The one exception is many small requests at once: a listing's size probes
-/// (`ConnectionUse.stream`) to an https server. They go to a pool of their own (a second multi
-/// handle, on a thread of its own), of one connection per server, where they are streams of that
-/// connection when the server speaks HTTP/2: one handshake, and many probes at once, where each
-/// would otherwise wait its turn for one of a few connections. Bulk bytes never share it. It is
+/// The one exception is what a listing asks, many small requests at once: its pages and its
+/// size probes (`ConnectionUse.stream`) to an https server. They go to a pool of their own (a
+/// second multi handle, on a thread of its own), where they are streams of one connection per
+/// server when it speaks HTTP/2: one handshake, and many probes at once, where each would
+/// otherwise wait its turn for one of a few connections, and a connection the heads walk's
+/// ranges never take from the next page (that pool holds at most half the per-host cap more,
+/// and only where the server does not speak HTTP/2). Bulk bytes never share it. It is
 /// a pool apart because libcurl chooses connections itself: in one pool, a range would reuse
 /// the shared connection while its probes run, and a probe would reuse a connection a range
 /// left (`PIPEWAIT` makes the first probes wait until that connection says whether it
@@ -46,10 +48,15 @@ struct ConnectionRules: @unchecked Sendable {
         if let share { rangefs_share_data(share, CURL_LOCK_DATA_SSL_SESSION) }
     }
 
-    /// Whether `spec` goes to the shared pool: a probe one of many asked for, to an https server
+    /// Whether `spec` goes to the shared pool: a listing's probe or page, to an https server
     /// (over http there are no streams).
     static func goesAsStream(_ spec: TransferSpec) -> Bool {
-        guard case .probe(let url, _, _, .stream, _) = spec else { return false }
+        let url: URL
+        switch spec {
+        case .probe(let probed, _, _, .stream, _): url = probed
+        case .document(let request, _, _) where request.connection == .stream: url = request.url
+        default: return false
+        }
         return url.scheme?.lowercased() == "https"
     }
 
@@ -60,7 +67,9 @@ struct ConnectionRules: @unchecked Sendable {
             rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
             rangefs_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING)
         case .sharedStreams:
-            rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
+            // One connection where the server speaks HTTP/2 (`PIPEWAIT`); where it does not, a
+            // listing's pages (a few at once) still go side by side.
+            rangefs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maxConnectionsPerHost / 2))
             rangefs_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         }
     }

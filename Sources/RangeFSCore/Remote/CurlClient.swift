@@ -5,7 +5,7 @@ import Synchronization
 
 /// The libcurl client: a multi handle on a thread of its own, so every transfer of a mount
 /// shares one connection pool and no caller's thread waits on the network; and a second one
-/// for the probes that go as streams of a shared connection (`ConnectionRules`).
+/// for a listing's probes and pages, streams of a shared connection (`ConnectionRules`).
 public final class CurlClient: RemoteClient {
     public struct Configuration: Sendable {
         public var maxConnectionsPerHost = 8
@@ -42,7 +42,7 @@ public final class CurlClient: RemoteClient {
     }
 
     private let inbox: CurlInbox
-    /// The shared pool's: probes that go as streams (`ConnectionRules.goesAsStream`).
+    /// The shared pool's: a listing's probes and pages (`ConnectionRules.goesAsStream`).
     private let streamInbox: CurlInbox
 
     public init(configuration: Configuration = Configuration(), logger: Logger) {
@@ -78,7 +78,8 @@ public final class CurlClient: RemoteClient {
 
     public func fetchDocument(_ request: DocumentRequest, sink: @escaping DocumentBodySink,
                               completion: @escaping @Sendable (Result<DocumentReply, RemoteError>) -> Void) {
-        inbox.submit(.document(request, sink: sink, completion: completion))
+        let spec = TransferSpec.document(request, sink: sink, completion: completion)
+        (spec.goesAsStream ? streamInbox : inbox).submit(spec)
     }
 
     public func setBackgroundPaused(_ paused: Bool) {

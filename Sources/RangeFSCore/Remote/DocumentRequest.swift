@@ -39,9 +39,12 @@ public struct DocumentRequest: Sendable {
     public var heldVersion: RemoteValidator?
     /// For the whole transfer, from connecting to the last byte.
     public var timeout: Duration
+    /// `.stream` for a listing's page: beside its size probes, on their shared connection
+    /// (`ConnectionRules`), which the heads walk's and readers' ranges never take.
+    public var connection: ConnectionUse
 
     public init(url: URL, method: Method = .get, headers: [String: String] = [:], maxBytes: UInt64,
-                heldVersion: RemoteValidator? = nil, timeout: Duration = .seconds(60)) {
+                heldVersion: RemoteValidator? = nil, timeout: Duration = .seconds(60), connection: ConnectionUse = .own) {
         precondition(method == .get || heldVersion == nil, "only a GET is conditional")
         self.url = url
         self.method = method
@@ -49,6 +52,7 @@ public struct DocumentRequest: Sendable {
         self.maxBytes = maxBytes
         self.heldVersion = heldVersion
         self.timeout = timeout
+        self.connection = connection
     }
 
     /// The conditional headers for `heldVersion` (RFC 9110 §13.1): a weak ETag is fine here,

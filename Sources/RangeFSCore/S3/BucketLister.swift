@@ -48,7 +48,7 @@ public struct BucketLister: DirectoryLister {
     private func listPage(of url: URL, prefix: String, after token: String?, pages: [BucketListingPage], entries: Int,
                           completion: @escaping @Sendable (Result<ListingAnswer, FetchError>) -> Void) {
         let request = DocumentRequest(url: address.listingURL(prefix: prefix, continuationToken: token),
-                                      maxBytes: 16 << 20, timeout: timeout)
+                                      maxBytes: 16 << 20, timeout: timeout, connection: .stream)
         var download = DocumentDownload(request: request, client: client)
         download.policy = policy
         download.start { [self] result in
