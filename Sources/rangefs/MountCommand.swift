@@ -136,6 +136,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
+    @OptionGroup(title: "Subsonic music servers")
+    var subsonicOptions: SubsonicOptions
+
     @Flag(inversion: .prefixedNo, help: "Whether the kernel reads complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root; on by default). With --no-passthrough every read passes through rangefs.")
     var passthrough = true
 
@@ -241,8 +244,11 @@ struct MountCommand: ParsableCommand {
         // An s3:// address is a bucket's listing, read and signed by the bucket's own rules.
         let bucket = try bucketOptions.bucket(for: argument)
         clientConfiguration.dialect = bucket?.dialect
-        let loader = try manifestLoader(argument: argument, bucket: bucket)
-        let listingRoot = try bucket.map { $0.address.rootURL } ?? Self.listingRoot(of: loader, format: format)
+        // A subsonic+https:// address is a music server's library; its user signs in when the
+        // mount starts (`MountRunner`), which finds the form of credentials the server takes.
+        let subsonic = try subsonicOptions.server(for: argument, signIn: signIn)
+        let loader = try manifestLoader(argument: argument, bucket: bucket, subsonic: subsonic)
+        let listingRoot = try bucket.map { $0.address.rootURL } ?? subsonic?.rootURL ?? Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
         // double the time to mount (100,000 entries take about half a second to read). A web
@@ -269,6 +275,9 @@ struct MountCommand: ParsableCommand {
                 arguments += [path, mountPath]
             case .remote where bucket != nil:
                 arguments += [manifest, mountPath]
+            case .remote where subsonic != nil:
+                arguments += [manifest, mountPath, "--password-fd", "6"]
+                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 6, text: subsonic!.password))
             case .remote(let url):
                 let shown = Self.shownOnCommandLine(url)
                 arguments += [shown, mountPath]
@@ -298,6 +307,7 @@ struct MountCommand: ParsableCommand {
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { root in
                                      MountRunner.Listing(root: root, source: bucket.map { .bucket($0.address) }
+                                                             ?? subsonic.map { .subsonic($0.signIn) }
                                                              ?? (format.directory == .webDAV ? .webDAV : .webDirectory),
                                                          settings: listingSettings)
                                  },
@@ -352,7 +362,7 @@ struct MountCommand: ParsableCommand {
     /// Where the manifest is (`argument`), in which format, and the headers for every request:
     /// from the command line, or for the background mount from the private pipe. A bucket's
     /// "manifest" is its listing, at the prefix's URL.
-    private func manifestLoader(argument: String, bucket: BucketSource?) throws -> ManifestLoader {
+    private func manifestLoader(argument: String, bucket: BucketSource?, subsonic: SubsonicSource?) throws -> ManifestLoader {
         let headerArguments = try headerFd.map { descriptor in
             try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
         } ?? headers
@@ -360,6 +370,10 @@ struct MountCommand: ParsableCommand {
         if let bucket {
             try signIn.checkNotForBucket()
             return ManifestLoader(location: .remote(bucket.address.rootURL), headers: headers)
+        }
+        if let subsonic {
+            // The user and password go in each API call (`SubsonicDialect`), not in a header.
+            return ManifestLoader(location: .remote(subsonic.rootURL), headers: headers)
         }
         let location: ManifestLocation
         do {

@@ -75,6 +75,12 @@ struct SignInOptions: ParsableArguments {
         }
     }
 
+    /// The first line of `--password-file`, for a server that takes the password itself (Subsonic).
+    func passwordFromFile() throws -> String {
+        guard let passwordFile else { throw ValidationError("no --password-file given") }
+        return try Self.firstLine(of: passwordFile)
+    }
+
     /// The password: the file's first line, without its line end.
     private static func firstLine(of path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -16,6 +16,11 @@ public struct SubsonicSignIn: Sendable {
         self.password = password
     }
 
+    /// The credentials in `form`, without asking the server (it cannot be reached now).
+    public func credentials(form: SubsonicCredentials.Form) -> SubsonicCredentials {
+        SubsonicCredentials(user: user, password: password, form: form)
+    }
+
     /// What one `ping` said.
     public enum PingAnswer: Sendable, Equatable {
         case ok
@@ -71,6 +76,10 @@ public struct SubsonicSignIn: Sendable {
         do throws(RemoteError) {
             document = try download.fetch()
         } catch {
+            // A status is an answer: no Subsonic API there (a 404), or a web server's refusal.
+            if case .status(let code, _, _) = error {
+                throw .unreadable("\(address.apiURL("ping", [:]).redactedForDisplay) answered \(code)")
+            }
             throw .unreachable(error)
         }
         do throws(SubsonicReplyError) {
