@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, a Subsonic music server, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -42,6 +42,16 @@ struct MountCommand: ParsableCommand {
         in ~/.aws/credentials and ~/.aws/config; --no-sign-request reads a public bucket. \
         --endpoint (with --path-style for most servers) reaches an S3-compatible server.
 
+        A subsonic+https://USER@HOST[:PORT]/ (or subsonic+http://) address mounts the library of a \
+        Subsonic-API music server (Navidrome, Gonic, Airsonic, Supysonic) as \
+        Artist/Album (Year)/NN Title.ext, each directory listed when first looked at, with the \
+        sizes and dates the server states; --subsonic-layout folders shows the server's own \
+        folders instead. Tracks are the original files (the API's download, never a transcode), \
+        read with ranged GETs. The user (from the address or --user) signs in with the password \
+        of --password-file, else of $\(SubsonicAddress.passwordVariable), else typed at the \
+        terminal; it is added to each request as it goes out (a token and a fresh salt, or the \
+        hex form for servers older than API 1.13) and kept nowhere.
+
         The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
         line, or PATH<TAB>URL), JSON or YAML (a list of entries with url, or urls for mirrors, and \
         optional path, size, sha256, headers, mtime), an M3U/M3U8 playlist, a podcast RSS feed, or \
@@ -66,6 +76,8 @@ struct MountCommand: ParsableCommand {
           rangefs mount https://example.com/music/ /mnt/music
           rangefs mount davs://nas.local/remote.php/dav/files/me/Music/ /mnt/music
           rangefs mount s3://media-bucket/music/ /mnt/music
+          rangefs mount --password-file ~/.navidrome-password \\
+            subsonic+https://me@music.example.org/ /mnt/music
           rangefs mount --endpoint http://127.0.0.1:9000 --path-style s3://media/ /mnt/media
           rangefs mount media.txt /mnt/media
           rangefs mount https://example.com/podcast/feed.rss /mnt/podcast
@@ -81,7 +93,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, a subsonic+https://USER@HOST/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")

@@ -12,7 +12,7 @@ import Glibc
 /// background mount through a pipe). `--netrc` and `--netrc-file` leave it to libcurl, which
 /// signs each request in with the entry of its own host. Shared by `mount` and `manifest`.
 struct SignInOptions: ParsableArguments {
-    @Option(help: "A user name for HTTP Basic sign-in (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else it is asked on the terminal; never give it on the command line.")
+    @Option(help: "A user name for HTTP Basic sign-in, or a Subsonic server's user (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else (Subsonic) $RANGEFS_PASSWORD, else it is asked on the terminal; never give it on the command line.")
     var user: String?
 
     @Option(help: "A file whose first line is the password for --user (or the URL's user).")

@@ -151,6 +151,11 @@ extension RangeFSIntegrationTests {
             let commandLine = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))).map { String(decoding: $0, as: UTF8.self) } ?? ""
             #expect(!commandLine.isEmpty && !secrets.contains { commandLine.contains($0) }, "the command line: \(commandLine)")
         }
+        for status in [[mount.binary, "status", mount.mountpoint], [mount.binary, "status", "--json", mount.mountpoint]] {
+            let shown = Command.run(status)
+            #expect(shown.succeeded && shown.stdout.contains("Hells Bells") && !secrets.contains { shown.stdout.contains($0) },
+                    "rangefs status shows the tracks, no credential: \(shown)")
+        }
         #expect(mount.unmount().succeeded)
         let files = (try FileManager.default.contentsOfDirectory(atPath: mount.cacheDir)).filter { !$0.hasPrefix("data") }
         #expect(files.contains("metadata.sqlite") && files.contains("rangefs.log"), "\(files)")
