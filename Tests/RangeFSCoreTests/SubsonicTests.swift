@@ -196,6 +196,40 @@ struct SubsonicReplyTests {
     }
 }
 
+@Suite("Subsonic error documents")
+struct SubsonicErrorReplyTests {
+    private let dialect = SubsonicDialect(address: address, credentials: SubsonicCredentials(user: "alice", password: "pw", form: .token))
+
+    @Test("a download answered 200 with XML or JSON is an error, decided from its type; audio is not; nor is a listing call")
+    func toldApartByType() {
+        let download = address.downloadURL(id: "1")
+        for type in ["text/xml; charset=utf-8", "application/json", "Application/XML"] {
+            #expect(dialect.isErrorReply(url: download, status: 200, headers: [("content-type", type)]), "\(type)")
+        }
+        for type in ["audio/mpeg", "audio/flac", "application/octet-stream"] {
+            #expect(!dialect.isErrorReply(url: download, status: 206, headers: [("content-type", type)]), "\(type)")
+        }
+        #expect(!dialect.isErrorReply(url: download, status: 200, headers: []))
+        #expect(!dialect.isErrorReply(url: address.apiURL(listing: .root(.id3)), status: 200, headers: [("content-type", "application/json")]))
+    }
+
+    @Test("the error of Supysonic's XML documents and of a JSON one is read and explained")
+    func readsTheError() throws {
+        let wrong = try #require(SubsonicErrorReply.parse(Array(try fixture("download-wrong-password.xml"))))
+        #expect(wrong.code == 40 && wrong.message == "Wrong username or password." && wrong.serverVersion == SubsonicVersion("1.12.0"))
+        let detail = try #require(dialect.errorDetail(url: address.downloadURL(id: "1"), status: 200,
+                                                      body: Array(try fixture("download-wrong-password.xml")),
+                                                      headers: [("content-type", "text/xml")]))
+        #expect(detail.explanation.contains("wrong user name or password") && !detail.isTransient)
+        let gone = try #require(SubsonicErrorReply.parse(Array(try fixture("download-not-found.xml"))))
+        #expect(gone.code == 70)
+        let json = try #require(SubsonicErrorReply.parse(Array(try fixture("ping-wrong-password.json"))))
+        #expect(json.code == 40)
+        #expect(SubsonicErrorReply.parse(Array("<html>oops</html>".utf8)) == nil)
+        #expect(SubsonicErrorReply.parse(Array(#"<subsonic-response status="ok"/>"#.utf8)) == nil)
+    }
+}
+
 @Suite("Subsonic layout")
 struct SubsonicLayoutTests {
     @Test("artists and albums are directories named safely; an album shows its year")

@@ -76,6 +76,21 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
+    @Test("Subsonic: the password changed while mounted: a track not yet read fails with EIO naming the server's error, never with its error document as the track's bytes")
+    func subsonicPasswordChangedWhileMounted() throws {
+        let server = try SubsonicServer()
+        defer { server.stop() }
+        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()])
+        try mount.mount()
+        #expect(Self.filesBelow(mount.mountpoint).count == SubsonicServer.library.count, "\(Check.daemonLog(mount))")
+        try server.changePassword(to: "another password")
+        let track = SubsonicServer.library[1]
+        let read = Reading.whole(mount.path(track.shownPath))
+        #expect(!read.succeeded && read.failedWithEIO, "EIO, not the error document: \(read.bytes.count) bytes\(Check.daemonLog(mount))")
+        #expect(!mount.logLines(containing: "Subsonic error 40").isEmpty, "the log names the error\(Check.daemonLog(mount))")
+        #expect(mount.unmount().succeeded)
+    }
+
     @Test("Subsonic: --subsonic-layout folders shows the server's own folders and file names, read byte-exact")
     func subsonicFolderLayout() throws {
         let server = try SubsonicServer()

@@ -93,6 +93,13 @@ final class SubsonicServer {
         try Self.cli(["folder", "scan", "Music"], config: config)
     }
 
+    /// Gives the user another password (its command asks for it twice on stdin).
+    func changePassword(to password: String) throws {
+        let result = Command.run(["env", "-C", prefix.path, "sh", "-c", #"printf '%s\n%s\n' "$1" "$1" | supysonic-cli user changepass "$2""#,
+                                  "sh", password, Self.user], timeout: 60)
+        guard result.succeeded else { throw HarnessError("supysonic-cli user changepass failed:\n\(result)") }
+    }
+
     /// Adds a track to the library on disk (a rescan makes the server see it).
     func add(_ track: Track) throws {
         try Self.make(track, in: music)

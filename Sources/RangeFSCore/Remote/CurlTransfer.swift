@@ -255,6 +255,11 @@ final class CurlTransfer {
         case .failure(let refusal):
             return refusal
         }
+        if (200..<300).contains(reply.status), let dialect,
+           dialect.isErrorReply(url: requestURL, status: reply.status, headers: reply.headers) {
+            // Its body is kept for `errorDetail`, never handed to the sink.
+            return .status(reply.status)
+        }
         let verdict: RemoteError?
         switch spec {
         case .probe(_, _, let method, _):

@@ -42,6 +42,10 @@ public protocol ServerDialect: Sendable {
     /// origin than the server's own.
     func sentURL(for url: URL) -> URL
     var rangeCondition: RangeCondition { get }
+    /// Whether a `2xx` reply to `url` is an error all the same (a Subsonic server answers a failed
+    /// call with `200` and an error document): decided from its headers before any of its body
+    /// is used; its body is then read by `errorDetail`, and none of it reaches the cache.
+    func isErrorReply(url: URL, status: Int, headers: [(name: String, value: String)]) -> Bool
     /// Reads the error reply to a request of `url`: its body (the first few KiB) and headers;
     /// nil when they explain nothing.
     func errorDetail(url: URL, status: Int, body: [UInt8], headers: [(name: String, value: String)]) -> ServerErrorDetail?
@@ -50,4 +54,7 @@ public protocol ServerDialect: Sendable {
 extension ServerDialect {
     /// Credentials go in headers, not in the URL.
     public func sentURL(for url: URL) -> URL { url }
+
+    /// A `2xx` is a success.
+    public func isErrorReply(url: URL, status: Int, headers: [(name: String, value: String)]) -> Bool { false }
 }

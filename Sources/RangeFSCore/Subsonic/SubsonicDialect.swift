@@ -70,9 +70,21 @@ public struct SubsonicDialect: ServerDialect {
 
     public var rangeCondition: RangeCondition { .ifRange }
 
+    /// A track's `download` answered with an error document instead of the file.
+    public func isErrorReply(url: URL, status: Int, headers: [(name: String, value: String)]) -> Bool {
+        address.isAPICall(url) && url.path(percentEncoded: true).hasSuffix("/download.view")
+            && SubsonicErrorReply.isErrorDocument(contentType: headers.first { $0.name == "content-type" }?.value)
+    }
+
     public func errorDetail(url: URL, status: Int, body: [UInt8], headers: [(name: String, value: String)]) -> ServerErrorDetail? {
-        // An API error comes with a 200 and a body; a status of its own is the web server's.
-        nil
+        guard let error = SubsonicErrorReply.parse(body) else {
+            // An error document that names no error, or a web server's own error page.
+            return isErrorReply(url: url, status: status, headers: headers)
+                ? ServerErrorDetail(code: "unknown", explanation: "the server answered with an error document instead of the track")
+                : nil
+        }
+        let hint = error.code == 40 ? "; the password changed since the mount signed in? mount again" : ""
+        return ServerErrorDetail(code: String(error.code), explanation: "\(error)\(hint)")
     }
 
     public func sentURL(for url: URL) -> URL {
