@@ -15,6 +15,16 @@ extension RangeFSIntegrationTests {
         return file.path
     }
 
+    /// `server`'s library mounted with the password from a file (`--prefetch none` unless
+    /// `options` say otherwise), every track of it shown.
+    private func mountedLibrary(of server: SubsonicServer, cacheDir: URL? = nil, options: [String] = []) throws -> Mount {
+        let mount = try fx.prepare(source: server.address, cacheDir: cacheDir,
+                                   options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()] + options)
+        try mount.mount()
+        #expect(Self.filesBelow(mount.mountpoint).count == SubsonicServer.library.count, "every track shown\(Check.daemonLog(mount))")
+        return mount
+    }
+
     /// The files below `root`, relative, sorted.
     private static func filesBelow(_ root: String) -> [String] {
         let found = Command.run(["find", root, "-type", "f"])
@@ -31,8 +41,7 @@ extension RangeFSIntegrationTests {
     func subsonicID3LayoutMountsAndReads() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()])
-        try mount.mount()
+        let mount = try mountedLibrary(of: server)
         let shown = Self.filesBelow(mount.mountpoint)
         #expect(shown == SubsonicServer.library.map(\.shownPath).sorted(), "the tree shown\(Check.daemonLog(mount))")
         // Sizes from the listing, before any track is read.
@@ -80,9 +89,7 @@ extension RangeFSIntegrationTests {
     func subsonicPasswordChangedWhileMounted() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()])
-        try mount.mount()
-        #expect(Self.filesBelow(mount.mountpoint).count == SubsonicServer.library.count, "\(Check.daemonLog(mount))")
+        let mount = try mountedLibrary(of: server)
         try server.changePassword(to: "another password")
         let track = SubsonicServer.library[1]
         let read = Reading.whole(mount.path(track.shownPath))
@@ -95,9 +102,7 @@ extension RangeFSIntegrationTests {
     func subsonicFolderLayout() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--subsonic-layout", "folders",
-                                                                   "--password-file", try Self.subsonicPasswordFile()])
-        try mount.mount()
+        let mount = try mountedLibrary(of: server, options: ["--subsonic-layout", "folders"])
         #expect(Self.filesBelow(mount.mountpoint) == SubsonicServer.library.map(\.path).sorted(), "\(Check.daemonLog(mount))")
         for track in SubsonicServer.library {
             #expect(SHA256.of(mount.path(track.path)).hash == SHA256.of(server.original(track)).hash, "\(track.path)")
@@ -109,9 +114,7 @@ extension RangeFSIntegrationTests {
     func subsonicIsRememberedOffline() throws {
         let server = try SubsonicServer()
         let cache = try fx.makeCacheDir()
-        let passwordFile = try Self.subsonicPasswordFile()
-        let first = try fx.prepare(source: server.address, cacheDir: cache, options: ["--prefetch", "none", "--password-file", passwordFile])
-        try first.mount()
+        let first = try mountedLibrary(of: server, cacheDir: cache)
         let played = SubsonicServer.library[0]
         #expect(SHA256.of(first.path(played.shownPath)).hash == SHA256.of(server.original(played)).hash, "\(Check.daemonLog(first))")
         let listedBefore = Command.run(["ls", "-laR", first.mountpoint])
@@ -119,8 +122,7 @@ extension RangeFSIntegrationTests {
         #expect(first.unmount().succeeded)
         server.stop()
 
-        let offline = try fx.prepare(source: server.address, cacheDir: cache, options: ["--prefetch", "none", "--password-file", passwordFile])
-        try offline.mount()
+        let offline = try mountedLibrary(of: server, cacheDir: cache)
         let listedOffline = Command.run(["ls", "-laR", offline.mountpoint])
         #expect(listedOffline.stdout.replacingOccurrences(of: offline.mountpoint, with: "")
                 == listedBefore.stdout.replacingOccurrences(of: first.mountpoint, with: ""),
@@ -135,9 +137,7 @@ extension RangeFSIntegrationTests {
     func subsonicNewAlbumAfterRefresh() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()])
-        try mount.mount()
-        #expect(Self.filesBelow(mount.mountpoint).count == SubsonicServer.library.count, "\(Check.daemonLog(mount))")
+        let mount = try mountedLibrary(of: server)
         let added = SubsonicServer.Track(path: "Björk/Debut/01.mp3", artist: "Björk", album: "Debut", title: "Human Behaviour", track: 1,
                                          year: 1993, frequency: 800, shownPath: "Björk/Debut (1993)/01 Human Behaviour.mp3")
         try server.add(added)
@@ -154,9 +154,7 @@ extension RangeFSIntegrationTests {
     func subsonicCredentialsStayOffDisk() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "all", "--log-level", "debug",
-                                                                   "--password-file", try Self.subsonicPasswordFile()])
-        try mount.mount()
+        let mount = try mountedLibrary(of: server, options: ["--prefetch", "all", "--log-level", "debug"])
         for track in SubsonicServer.library {
             #expect(SHA256.of(mount.path(track.shownPath)).hash != nil, "\(Check.daemonLog(mount))")
         }

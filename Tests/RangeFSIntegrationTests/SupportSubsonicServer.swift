@@ -74,18 +74,10 @@ final class SubsonicServer {
         try Self.cli(["user", "add", Self.user, "-p", Self.password], config: config)
         try Self.cli(["folder", "add", "Music", music.path], config: config)
         try Self.cli(["folder", "scan", "Music"], config: config)
-        var lastError = "supysonic-server did not start"
-        for _ in 0..<3 {
-            let port = try FreePort.pick()
-            let child = try BackgroundCommand(["env", "-C", prefix.path, "PYTHONUNBUFFERED=1", "supysonic-server", "-S", "waitress", "-h", "127.0.0.1", "-p", String(port)])
-            if Poll.until(seconds: startTimeout, every: 0.05, { !child.isRunning || FreePort.answers(port) }), child.isRunning {
-                self.port = port
-                self.child = child
-                return
-            }
-            lastError = "supysonic-server did not answer on 127.0.0.1:\(port) within \(startTimeout) s\n\(child.kill())"
+        let directory = prefix.path
+        (port, child) = try BackgroundCommand.listening("supysonic-server", timeout: startTimeout) { port in
+            ["env", "-C", directory, "PYTHONUNBUFFERED=1", "supysonic-server", "-S", "waitress", "-h", "127.0.0.1", "-p", String(port)]
         }
-        throw HarnessError(lastError)
     }
 
     /// Scans the music folder again (new or changed files).
@@ -142,5 +134,22 @@ final class SubsonicServer {
                                   "-metadata", "title=\(track.title)", "-metadata", "track=\(track.track)",
                                   "-metadata", "date=\(track.year)", file.path], timeout: 60)
         guard result.succeeded else { throw HarnessError("ffmpeg could not make \(track.path):\n\(result)") }
+    }
+}
+
+extension BackgroundCommand {
+    /// A server started as `argv(port)` on a free port of 127.0.0.1, once it answers there
+    /// (three ports tried: another process may take a port between its pick and the bind).
+    static func listening(_ name: String, timeout: Double, _ argv: (UInt16) -> [String]) throws -> (port: UInt16, child: BackgroundCommand) {
+        var lastError = "\(name) did not start"
+        for _ in 0..<3 {
+            let port = try FreePort.pick()
+            let child = try BackgroundCommand(argv(port))
+            if Poll.until(seconds: timeout, every: 0.05, { !child.isRunning || FreePort.answers(port) }), child.isRunning {
+                return (port, child)
+            }
+            lastError = "\(name) did not answer on 127.0.0.1:\(port) within \(timeout) s\n\(child.kill())"
+        }
+        throw HarnessError(lastError)
     }
 }
