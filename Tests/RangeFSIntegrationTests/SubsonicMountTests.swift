@@ -98,6 +98,43 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
+    @Test("Subsonic: a server whose download ignores Range (behind an nginx that drops it) is read as one stream, byte-exact")
+    func subsonicServerIgnoringRanges() throws {
+        let server = try SubsonicServer()
+        defer { server.stop() }
+        let proxy = try NginxServer(docRoot: try Scratch.makeDir("subsonic-proxy-root")) { prefix, port in
+            let p = prefix.path
+            return """
+            \(NginxServer.mainContext(p, connections: 64))
+            http {
+                access_log off;
+                \(NginxServer.temporaryPaths(p))
+                server {
+                    listen 127.0.0.1:\(port);
+                    max_ranges 0;
+                    location / {
+                        proxy_set_header Range "";
+                        proxy_set_header If-Range "";
+                        proxy_pass http://127.0.0.1:\(server.port);
+                    }
+                }
+            }
+
+            """
+        }
+        defer { proxy.stop() }
+        let mount = try fx.prepare(source: "subsonic+http://\(SubsonicServer.user)@127.0.0.1:\(proxy.port)/",
+                                   options: ["--prefetch", "none", "--password-file", try Self.subsonicPasswordFile()])
+        try mount.mount()
+        let track = SubsonicServer.library[1]
+        let original = try Data(contentsOf: URL(fileURLWithPath: server.original(track)))
+        let middle = Reading.range(mount.path(track.shownPath), offset: 20_000, length: 4096)
+        #expect(middle.succeeded && middle.bytes == original[20_000..<24_096], "a read in the middle: \(middle)\(Check.daemonLog(mount))")
+        #expect(SHA256.of(mount.path(track.shownPath)).hash == SHA256.of(server.original(track)).hash, "\(Check.daemonLog(mount))")
+        #expect(!mount.logLines(containing: "ignores ranges").isEmpty, "it was read as one stream\(Check.daemonLog(mount))")
+        #expect(mount.unmount().succeeded)
+    }
+
     @Test("Subsonic: --subsonic-layout folders shows the server's own folders and file names, read byte-exact")
     func subsonicFolderLayout() throws {
         let server = try SubsonicServer()
