@@ -288,7 +288,8 @@ struct MountCommand: ParsableCommand {
             case .remote where bucket != nil:
                 arguments += [manifest, mountPath]
             case .remote where subsonic != nil:
-                arguments += [manifest, mountPath, "--password-fd", "6"]
+                // The user as found here (--user or the address's); the password on a pipe.
+                arguments += [manifest, mountPath, "--user", subsonic!.user, "--password-fd", "6"]
                 privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 6, text: subsonic!.password))
             case .remote(let url):
                 let shown = Self.shownOnCommandLine(url)

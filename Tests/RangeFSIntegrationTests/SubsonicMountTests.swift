@@ -66,7 +66,7 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
-    @Test("Subsonic: a wrong password is refused before anything is mounted, with the server's reason; the password from RANGEFS_PASSWORD")
+    @Test("Subsonic: a wrong password is refused before anything is mounted, with the server's reason; the password from RANGEFS_PASSWORD, the user from --user")
     func subsonicWrongPasswordIsRefused() throws {
         let server = try SubsonicServer()
         defer { server.stop() }
@@ -78,7 +78,9 @@ extension RangeFSIntegrationTests {
         #expect(!refused.isMounted)
         #expect(!refusal.stderr.contains("not the password"))
 
-        let mount = try fx.prepare(source: server.address, options: ["--prefetch", "none"])
+        // The user given with --user, the address naming none.
+        let mount = try fx.prepare(source: server.address.replacingOccurrences(of: "\(SubsonicServer.user)@", with: ""),
+                                   options: ["--prefetch", "none", "--user", SubsonicServer.user])
         mount.environment = ["RANGEFS_PASSWORD": SubsonicServer.password]
         try mount.mount()
         #expect(Self.filesBelow(mount.mountpoint).count == SubsonicServer.library.count, "\(Check.daemonLog(mount))")
