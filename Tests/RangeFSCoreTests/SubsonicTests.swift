@@ -182,6 +182,9 @@ struct SubsonicReplyTests {
         #expect(song.id == "42")
         #expect(song.size == nil)
         #expect(song.createdDate == ISO8601DateFormatter().date(from: "2024-05-01T10:00:00Z"))
+        let long = String(repeating: "x", count: SubsonicReply.maxIDBytes + 1)
+        let odd = Data(#"{"subsonic-response":{"status":"ok","album":{"song":[{"id":""},{"id":"\#(long)"},{"id":"ok"}]}}}"#.utf8)
+        #expect(try SubsonicReply.parse(odd).items.map(\.id) == ["ok"], "an empty or overlong id is left out")
     }
 
     @Test("a reply of more items than the mount holds, one that is no API reply, or one nested without end, is refused")

@@ -67,7 +67,6 @@ final class SubsonicServer {
             [webapp]
             cache_dir = \(prefix.path)/cache
             log_file = \(prefix.path)/server.log
-            log_level = INFO
             [daemon]
             socket = \(prefix.path)/daemon.sock
             """.write(to: config, atomically: true, encoding: .utf8)
@@ -100,12 +99,6 @@ final class SubsonicServer {
     /// The original file of a track.
     func original(_ track: Track) -> String {
         music.appendingPathComponent(track.path).path
-    }
-
-    /// The request lines the server logged, one per request (waitress logs none itself:
-    /// Supysonic's own log, at INFO, names each API call).
-    func log() -> String {
-        (try? String(contentsOf: prefix.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
     }
 
     func stop() {

@@ -10,6 +10,9 @@ public struct SubsonicReply: Sendable, Equatable {
     /// `getAlbum`, the children of `getMusicDirectory` (and `getIndexes`'s files at the top).
     public var items: [SubsonicItem]
 
+    /// The longest id kept (servers use numbers, UUIDs, or short prefixed hex: `al-1f3a…`).
+    public static let maxIDBytes = 512
+
     /// Reads a reply. Throws the server's own error (`status: failed`) as `.api`, and a body
     /// that is no such reply, or one of more than `maxItems` items, as `.unreadable`.
     public static func parse(_ body: Data, maxItems: Int = .max) throws(SubsonicReplyError) -> SubsonicReply {
@@ -37,7 +40,8 @@ public struct SubsonicReply: Sendable, Equatable {
         guard items.count <= maxItems else {
             throw .unreadable("more than \(maxItems) entries in one directory, more than the mount holds (--max-listed-entries)")
         }
-        return SubsonicReply(version: version, items: items)
+        // Every id goes into a URL the mount keeps: one longer than any server makes is left out.
+        return SubsonicReply(version: version, items: items.filter { !$0.id.isEmpty && $0.id.utf8.count <= maxIDBytes })
     }
 
     /// A decoding error in a few words, with the key path where it went wrong.
