@@ -11,18 +11,23 @@ extension MountRunner {
                          logger: Logger) throws -> SubsonicDialect {
         let key = "subsonic-sign-in " + signIn.address.base.absoluteString
         let server = signIn.address.displayName
-        let kept = (try? store.setting(key)) ?? nil
-        // With a form kept, an unreachable server is not waited for: the library kept shows at once.
+        let kept: SubsonicCredentials.Form? = switch (try? store.setting(key)) ?? nil {
+        case "token": .token
+        case "hex-password": .hexPassword
+        default: nil
+        }
+        // With a form kept, it is tried first, and an unreachable server is not waited for: the
+        // library kept shows at once.
         var policy = FetchPolicy()
         if kept != nil { policy.maxAttempts = 1 }
         do throws(SubsonicSignInError) {
-            let credentials = try signIn.credentials(configuration: configuration, policy: policy)
+            let credentials = try signIn.credentials(configuration: configuration, policy: policy, trying: kept ?? .token)
             try? store.setSetting(key, to: credentials.form == .token ? "token" : "hex-password")
             return SubsonicDialect(address: signIn.address, credentials: credentials)
         } catch {
             switch error {
             case .unreachable(let reason):
-                let form: SubsonicCredentials.Form = kept == "hex-password" ? .hexPassword : .token
+                let form = kept ?? .token
                 logger.warning("\(server): cannot sign in now (\(reason)); the library kept is shown, and \(signIn.user) signs in as last time when the server answers")
                 return SubsonicDialect(address: signIn.address, credentials: signIn.credentials(form: form))
             case .refused, .unreadable:

@@ -47,10 +47,12 @@ public struct SubsonicSignIn: Sendable {
 
     /// Signs in through a client of `configuration` (its CA file, proxy), each ping's with the
     /// dialect of the form it tries; bounded by the request's timeout and the policy's retries.
+    /// `form` is the one to try first: the one the server took last time saves a round trip.
     public func credentials(configuration: CurlClient.Configuration, policy: FetchPolicy = FetchPolicy(),
-                            timeout: Duration = .seconds(30)) throws(SubsonicSignInError) -> SubsonicCredentials {
-        var form = SubsonicCredentials.Form.token
-        // Two pings at most: token, then the hex password.
+                            timeout: Duration = .seconds(30),
+                            trying first: SubsonicCredentials.Form = .token) throws(SubsonicSignInError) -> SubsonicCredentials {
+        var form = first
+        // Two pings at most: the form tried first, then the hex password where the server wants it.
         for _ in 0..<2 {
             let credentials = SubsonicCredentials(user: user, password: password, form: form)
             let answer = try ping(credentials, configuration: configuration, policy: policy, timeout: timeout)
