@@ -85,13 +85,14 @@ else
 fi
 
 # For whichever python3 is on PATH: boto3 and moto[server] (the S3 tests), WsgiDAV and its
-# server cheroot (the WebDAV tests). Debian's own python3 takes pip packages only with
-# --break-system-packages (PEP 668), and as root.
-if python3 -c 'import boto3, moto.server, wsgidav, cheroot' >/dev/null 2>&1; then
-    echo "install-deps: boto3, moto and WsgiDAV are installed"
+# server cheroot (the WebDAV tests), Supysonic and its server waitress (the Subsonic tests).
+# Debian's own python3 takes pip packages only with --break-system-packages (PEP 668), and as root.
+if python3 -c 'import boto3, moto.server, wsgidav, cheroot, supysonic, waitress' >/dev/null 2>&1 \
+    && command -v supysonic-cli >/dev/null && command -v supysonic-server >/dev/null; then
+    echo "install-deps: boto3, moto, WsgiDAV and Supysonic are installed"
 else
-    echo "install-deps: installing boto3, moto[server], wsgidav and cheroot with pip"
-    pip_install=(python3 -m pip install --quiet --disable-pip-version-check boto3 'moto[server]' wsgidav cheroot)
+    echo "install-deps: installing boto3, moto[server], wsgidav, cheroot, supysonic and waitress with pip"
+    pip_install=(python3 -m pip install --quiet --disable-pip-version-check boto3 'moto[server]' wsgidav cheroot supysonic waitress)
     if [ "$(python3 -c 'import sys; print(sys.prefix)')" = /usr ]; then
         "${SUDO[@]}" "${pip_install[@]}" --break-system-packages
     else

@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, a Subsonic music server, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -42,6 +42,16 @@ struct MountCommand: ParsableCommand {
         in ~/.aws/credentials and ~/.aws/config; --no-sign-request reads a public bucket. \
         --endpoint (with --path-style for most servers) reaches an S3-compatible server.
 
+        A subsonic+https://USER@HOST[:PORT]/ (or subsonic+http://) address mounts the library of a \
+        Subsonic-API music server (Navidrome, Gonic, Airsonic, Supysonic) as \
+        Artist/Album (Year)/NN Title.ext, each directory listed when first looked at, with the \
+        sizes and dates the server states; --subsonic-layout folders shows the server's own \
+        folders instead. Tracks are the original files (the API's download, never a transcode), \
+        read with ranged GETs. The user (from the address or --user) signs in with the password \
+        of --password-file, else of $\(SubsonicAddress.passwordVariable), else typed at the \
+        terminal; it is added to each request as it goes out (a token and a fresh salt, or the \
+        hex form for servers older than API 1.13) and kept nowhere.
+
         The manifest is a file or an http(s) URL, in any of these formats: plain text (one URL a \
         line, or PATH<TAB>URL), JSON or YAML (a list of entries with url, or urls for mirrors, and \
         optional path, size, sha256, headers, mtime), an M3U/M3U8 playlist, a podcast RSS feed, or \
@@ -66,6 +76,8 @@ struct MountCommand: ParsableCommand {
           rangefs mount https://example.com/music/ /mnt/music
           rangefs mount davs://nas.local/remote.php/dav/files/me/Music/ /mnt/music
           rangefs mount s3://media-bucket/music/ /mnt/music
+          rangefs mount --password-file ~/.navidrome-password \\
+            subsonic+https://me@music.example.org/ /mnt/music
           rangefs mount --endpoint http://127.0.0.1:9000 --path-style s3://media/ /mnt/media
           rangefs mount media.txt /mnt/media
           rangefs mount https://example.com/podcast/feed.rss /mnt/podcast
@@ -81,7 +93,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, a subsonic+https://USER@HOST/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
@@ -135,6 +147,9 @@ struct MountCommand: ParsableCommand {
 
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
+
+    @OptionGroup(title: "Subsonic music servers")
+    var subsonicOptions: SubsonicOptions
 
     @Flag(inversion: .prefixedNo, help: "Whether the kernel reads complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root; on by default). With --no-passthrough every read passes through rangefs.")
     var passthrough = true
@@ -241,8 +256,11 @@ struct MountCommand: ParsableCommand {
         // An s3:// address is a bucket's listing, read and signed by the bucket's own rules.
         let bucket = try bucketOptions.bucket(for: argument)
         clientConfiguration.dialect = bucket?.dialect
-        let loader = try manifestLoader(argument: argument, bucket: bucket)
-        let listingRoot = try bucket.map { $0.address.rootURL } ?? Self.listingRoot(of: loader, format: format)
+        // A subsonic+https:// address is a music server's library; its user signs in when the
+        // mount starts (`MountRunner`), which finds the form of credentials the server takes.
+        let subsonic = try subsonicOptions.server(for: argument, signIn: signIn)
+        let loader = try manifestLoader(argument: argument, bucket: bucket, subsonic: subsonic)
+        let listingRoot = try bucket.map { $0.address.rootURL } ?? subsonic?.rootURL ?? Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
         // double the time to mount (100,000 entries take about half a second to read). A web
@@ -269,6 +287,10 @@ struct MountCommand: ParsableCommand {
                 arguments += [path, mountPath]
             case .remote where bucket != nil:
                 arguments += [manifest, mountPath]
+            case .remote where subsonic != nil:
+                // The user as found here (--user or the address's); the password on a pipe.
+                arguments += [manifest, mountPath, "--user", subsonic!.user, "--password-fd", "6"]
+                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 6, text: subsonic!.password))
             case .remote(let url):
                 let shown = Self.shownOnCommandLine(url)
                 arguments += [shown, mountPath]
@@ -298,6 +320,7 @@ struct MountCommand: ParsableCommand {
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { root in
                                      MountRunner.Listing(root: root, source: bucket.map { .bucket($0.address) }
+                                                             ?? subsonic.map { .subsonic($0.signIn) }
                                                              ?? (format.directory == .webDAV ? .webDAV : .webDirectory),
                                                          settings: listingSettings)
                                  },
@@ -352,7 +375,7 @@ struct MountCommand: ParsableCommand {
     /// Where the manifest is (`argument`), in which format, and the headers for every request:
     /// from the command line, or for the background mount from the private pipe. A bucket's
     /// "manifest" is its listing, at the prefix's URL.
-    private func manifestLoader(argument: String, bucket: BucketSource?) throws -> ManifestLoader {
+    private func manifestLoader(argument: String, bucket: BucketSource?, subsonic: SubsonicSource?) throws -> ManifestLoader {
         let headerArguments = try headerFd.map { descriptor in
             try BackgroundLaunch.readPrivateInput(from: descriptor).split(separator: "\n").map(String.init)
         } ?? headers
@@ -360,6 +383,10 @@ struct MountCommand: ParsableCommand {
         if let bucket {
             try signIn.checkNotForBucket()
             return ManifestLoader(location: .remote(bucket.address.rootURL), headers: headers)
+        }
+        if let subsonic {
+            // The user and password go in each API call (`SubsonicDialect`), not in a header.
+            return ManifestLoader(location: .remote(subsonic.rootURL), headers: headers)
         }
         let location: ManifestLocation
         do {

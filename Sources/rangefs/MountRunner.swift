@@ -40,6 +40,8 @@ struct MountRunner {
             case webDAV
             /// A bucket's ListObjectsV2 pages.
             case bucket(BucketAddress)
+            /// A Subsonic music server's library, and how its user signs in.
+            case subsonic(SubsonicSignIn)
         }
 
         var root: URL
@@ -58,6 +60,8 @@ struct MountRunner {
                 WebDAVLister(download)
             case .bucket(let address):
                 BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
+            case .subsonic(let signIn):
+                SubsonicLister(download, address: signIn.address)
             }
         }
 
@@ -71,6 +75,7 @@ struct MountRunner {
             case .webDirectory: "cannot mount the web directory \(error)\(hint)"
             case .webDAV: "cannot mount the WebDAV collection \(error)\(hint)"
             case .bucket(let address): "cannot mount \(MountRunner.refusal(error, of: address))"
+            case .subsonic(let signIn): "cannot mount the Subsonic server \(signIn.address.displayName): \(error.reason)"
             }
         }
     }
@@ -110,6 +115,9 @@ struct MountRunner {
         }
         let metrics = MountMetrics()
         var clientConfiguration = clientConfiguration
+        if case .subsonic(let signIn)? = listing?.source {
+            clientConfiguration.dialect = try Self.signedIn(signIn, configuration: clientConfiguration, store: store, logger: logger)
+        }
         clientConfiguration.metrics = metrics
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         var policy = FetchPolicy()

@@ -74,6 +74,7 @@ enum MountSettings {
         .value("--region", example: "eu-west-1") { $0.bucketOptions.region },
         .value("--profile", example: "media") { $0.bucketOptions.profile },
         .switchFlag("--no-sign-request") { $0.bucketOptions.noSignRequest },
+        .value("--subsonic-layout", example: "folders") { $0.subsonicOptions.subsonicLayout == "id3" ? nil : $0.subsonicOptions.subsonicLayout },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.

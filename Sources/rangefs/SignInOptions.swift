@@ -12,7 +12,7 @@ import Glibc
 /// background mount through a pipe). `--netrc` and `--netrc-file` leave it to libcurl, which
 /// signs each request in with the entry of its own host. Shared by `mount` and `manifest`.
 struct SignInOptions: ParsableArguments {
-    @Option(help: "A user name for HTTP Basic sign-in (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else it is asked on the terminal; never give it on the command line.")
+    @Option(help: "A user name for HTTP Basic sign-in, or a Subsonic server's user (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else (Subsonic) $RANGEFS_PASSWORD, else it is asked on the terminal; never give it on the command line.")
     var user: String?
 
     @Option(help: "A file whose first line is the password for --user (or the URL's user).")
@@ -73,6 +73,12 @@ struct SignInOptions: ParsableArguments {
         if user != nil || passwordFile != nil {
             throw ValidationError("--user and --password-file are for web servers: a bucket's requests are signed with its AWS keys")
         }
+    }
+
+    /// The first line of `--password-file`, for a server that takes the password itself (Subsonic).
+    func passwordFromFile() throws -> String {
+        guard let passwordFile else { throw ValidationError("no --password-file given") }
+        return try Self.firstLine(of: passwordFile)
     }
 
     /// The password: the file's first line, without its line end.

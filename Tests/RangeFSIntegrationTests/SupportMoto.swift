@@ -33,18 +33,9 @@ final class MotoServer {
             throw HarnessError("moto's server is not installed: run scripts/install-deps.sh (pip install 'moto[server]' boto3)")
         }
         let launcher = RangeFSBinary.packageRoot.appendingPathComponent("Tests/Fixtures/moto-server.py").path
-        var lastError = "moto's server did not start"
-        for _ in 0..<3 {
-            let port = try FreePort.pick()
-            let child = try BackgroundCommand(["python3", launcher, "-H", "127.0.0.1", "-p", String(port)])
-            if Poll.until(seconds: startTimeout, every: 0.05, { !child.isRunning || FreePort.answers(port) }), child.isRunning {
-                self.port = port
-                self.child = child
-                return
-            }
-            lastError = "moto's server did not answer on 127.0.0.1:\(port) within \(startTimeout) s\n\(child.kill())"
+        (port, child) = try BackgroundCommand.listening("moto's server", timeout: startTimeout) { port in
+            ["python3", launcher, "-H", "127.0.0.1", "-p", String(port)]
         }
-        throw HarnessError(lastError)
     }
 
     func stop() {

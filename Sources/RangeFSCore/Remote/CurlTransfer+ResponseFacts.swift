@@ -37,8 +37,10 @@ extension CurlTransfer {
                       redirected: redirected)
     }
 
-    /// The URL the final response came from.
+    /// The URL the final response came from. This hop's URL as asked when the dialect sent
+    /// another (`ServerDialect.sentURL`): that one holds credentials.
     var effectiveURL: URL? {
+        if sentURLDiffers { return requestURL }
         var text: UnsafeMutablePointer<CChar>?
         guard rangefs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text else { return nil }
         return URL(string: String(cString: text))

@@ -28,7 +28,10 @@ final class CurlTransfer {
     private let metrics: MountMetrics
     private let dialect: (any ServerDialect)?
     /// Where this request goes: the URL asked for, or a redirect's target (`hop`).
-    private let requestURL: URL
+    let requestURL: URL
+    /// The dialect sent another URL than `requestURL` (credentials in its query): libcurl's
+    /// own view of the URL must not be reported.
+    let sentURLDiffers: Bool
     /// Redirects followed to get here; the transfer follows them itself (`RedirectHop`).
     private let hop: RedirectHop
     /// Set when the response is a redirect to follow: where the next request goes.
@@ -102,7 +105,9 @@ final class CurlTransfer {
         let url = self.hop.url
         requestURL = url
         headers.merge(self.hop.headers(asked.callerHeaders)) { own, _ in own }
-        rangefs_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString)
+        let sent = configuration.dialect?.sentURL(for: url) ?? url
+        sentURLDiffers = sent != url
+        rangefs_easy_setopt_string(easy, CURLOPT_URL, sent.absoluteString)
         Self.setConnectionRules(on: easy, configuration: configuration)
         // Compressed bodies would break byte offsets: ask for the identity encoding only.
         headers["Accept-Encoding"] = "identity"
@@ -249,6 +254,11 @@ final class CurlTransfer {
             break
         case .failure(let refusal):
             return refusal
+        }
+        if (200..<300).contains(reply.status), let dialect,
+           dialect.isErrorReply(url: requestURL, status: reply.status, headers: reply.headers) {
+            // Its body is kept for `errorDetail`, never handed to the sink.
+            return .status(reply.status)
         }
         let verdict: RemoteError?
         switch spec {

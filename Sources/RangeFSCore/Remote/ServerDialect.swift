@@ -36,8 +36,25 @@ public protocol ServerDialect: Sendable {
     /// minutes only, and each retry is signed anew). Never logged, never shown; none for a URL
     /// on another origin than the server's own (where a redirect led).
     func authorizationHeaders(method: String, url: URL, date: Date) -> [String: String]
+    /// The URL one request is sent to, made when it goes out: a server that takes its
+    /// credentials in the query (Subsonic) has them added here, so no URL the mount keeps, logs
+    /// or shows holds them. `url` itself for every other dialect, and for a URL on another
+    /// origin than the server's own.
+    func sentURL(for url: URL) -> URL
     var rangeCondition: RangeCondition { get }
+    /// Whether a `2xx` reply to `url` is an error all the same (a Subsonic server answers a failed
+    /// call with `200` and an error document): decided from its headers before any of its body
+    /// is used; its body is then read by `errorDetail`, and none of it reaches the cache.
+    func isErrorReply(url: URL, status: Int, headers: [(name: String, value: String)]) -> Bool
     /// Reads the error reply to a request of `url`: its body (the first few KiB) and headers;
     /// nil when they explain nothing.
     func errorDetail(url: URL, status: Int, body: [UInt8], headers: [(name: String, value: String)]) -> ServerErrorDetail?
+}
+
+extension ServerDialect {
+    /// Credentials go in headers, not in the URL.
+    public func sentURL(for url: URL) -> URL { url }
+
+    /// A `2xx` is a success.
+    public func isErrorReply(url: URL, status: Int, headers: [(name: String, value: String)]) -> Bool { false }
 }
