@@ -87,6 +87,22 @@ struct EngineChangeTests {
         #expect(try Self.read(reader, 0..<4096).error != nil, "a handle that had bytes stays failed")
     }
 
+    /// The kernel holds the length it was told at the open and would fill a short read up to it
+    /// with zeros: a handle does not follow its file to a shorter version.
+    @Test func aHandleGivenNoByteFailsWhenItsFileShrank() throws {
+        let old = FetchEngineHarness.bytes(1 << 20)
+        let new = FetchEngineHarness.bytes(165, seed: 7)
+        let engine = try FetchEngineHarness(files: ["s.bin": old])
+        let unread = try #require(try engine.open("s.bin").value)
+        defer { unread.close() }
+        engine.server.inject(.changeFileBefore(bytes: new), for: "s.bin", method: "GET")
+        let error = try #require(try Self.read(unread, 0..<65_536).error, "no read may answer past the new end")
+        #expect(error.description.contains("remote file changed"), "\(error)")
+        let fresh = try #require(try engine.open("s.bin").value)
+        defer { fresh.close() }
+        #expect(try Self.read(fresh, 0..<65_536).value == new, "a new open reads the new version, to its end")
+    }
+
     /// The bytes a handle's read answers with.
     static func read(_ handle: OpenFile, _ bytes: Range<UInt64>) throws -> Result<[UInt8], FetchError> {
         let ready = try FilesystemHarness.wait(timeout: 15) {

@@ -5,7 +5,10 @@ import Synchronization
 ///
 /// A handle that has been given no byte yet follows its file to the server's new version when
 /// the one it opened turns out to have changed: it has seen nothing of the old one to mix with
-/// the new. Once it has bytes, a change fails its reads (`FetchError.Reason.remoteChanged`).
+/// the new. Once it has bytes, a change fails its reads (`FetchError.Reason.remoteChanged`), as
+/// does a new version shorter than the one opened: the kernel keeps the length it was told at
+/// the open, and fills a short read up to it with zeros where the change also made it forget
+/// the file's attributes (it then drops the length a short read implies).
 public final class OpenFile: Sendable {
     /// The version read, and whether any read was answered from it. Held only to read or
     /// replace these; reads and callbacks run after it is released.
@@ -63,7 +66,7 @@ public final class OpenFile: Sendable {
     /// Reads `newVersion` from now on, unless a read was answered from `old` meanwhile (or
     /// another read switched first, which is as good).
     private func switchTo(_ newVersion: CachedFile, from old: CachedFile) -> Bool {
-        guard newVersion !== old else { return false }
+        guard newVersion !== old, newVersion.layout.fileSize >= old.layout.fileSize else { return false }
         let switched = reading.withLock { reading -> Bool? in
             guard !reading.answered else { return nil }
             guard reading.file === old else { return false }
