@@ -17,6 +17,11 @@ extension FilePlan {
         if complete || bytes.isEmpty {
             return [.answer(completion, bytes)]
         }
+        // A version that changed on the server (or failed its sha256): what is cached of it
+        // still reads, for a reader holding its bytes; nothing more of it is asked for.
+        if let invalidated {
+            return [isAvailable(bytes) ? .answer(completion, bytes) : .fail(completion, FetchError(name, invalidated))]
+        }
         // No source is left: what is cached stays readable, nothing more can be fetched.
         if sources.allDropped {
             return [isAvailable(bytes) ? .answer(completion, bytes) : .fail(completion, noSourceError)]

@@ -74,7 +74,12 @@ extension FilePlan {
             sourceSucceeded(transfer, now: now)
         case .failure(let error):
             let remainder = transfer.frontier..<transfer.bytes.upperBound
-            if error == .conditionNotHonoured, !remainder.isEmpty, invalidated == nil {
+            if invalidated != nil {
+                // A version that changed on the server is not asked for again.
+                transfers[id] = nil
+                actions += releasing(transfer)
+                actions += finalFailure(error, of: remainder)
+            } else if error == .conditionNotHonoured, !remainder.isEmpty {
                 // Not the source's fault and not a change: the same request without the condition.
                 actions += askWithoutCondition(id, remainder)
                 ended = false
