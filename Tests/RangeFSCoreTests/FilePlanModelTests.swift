@@ -3,8 +3,8 @@ import Synchronization
 import Testing
 @testable import RangeFSCore
 
-/// A reference-model test of `FilePlan`: random sequences of reads, bytes arriving, transfers
-/// that end, fail or are cut, commits and deadlines, with the plan's actions performed by a
+/// A reference-model test of `FilePlan`: random sequences of reads, background work, bytes
+/// arriving, transfers that end, fail or are cut, commits (some rolled back) and deadlines, with the plan's actions performed by a
 /// simulated network and checked after every step against what a simple model knows:
 /// - no read is answered with a byte that was not written;
 /// - no byte is asked for while another live request still brings it, and no byte of a block
@@ -87,11 +87,13 @@ private struct PlanSimulation {
 
     mutating func step() {
         switch Int.random(in: 0..<100, using: &random) {
-        case 0..<25: read()
-        case 25..<70: writeSome()
+        case 0..<22: read()
+        case 22..<28: background()
+        case 28..<70: writeSome()
         case 70..<82: endOne(failing: false)
         case 82..<88: endOne(failing: true)
-        case 88..<94: commit()
+        case 88..<93: commit()
+        case 93: rollBackACommit()
         case 94: remoteChange()
         default: advance(by: .milliseconds(Int.random(in: 1...40_000, using: &random)))
         }
@@ -132,6 +134,14 @@ private struct PlanSimulation {
         perform(actions)
     }
 
+    /// The prefetcher's next piece of the file, when the plan has one for it.
+    mutating func background() {
+        guard plan.wantsBackgroundWork,
+              let piece = plan.nextBackgroundPiece(maxBytes: 1 << 20, now: now) else { return }
+        history.append("background \(piece)")
+        perform(plan.startBackgroundTransfer(piece, onFinish: { _ in }))
+    }
+
     mutating func writeSome() {
         guard let id = live.filter({ !$0.value.isEmpty }).keys.sorted().randomElement(using: &random) else { return }
         write(id, count: UInt64.random(in: 1...(192 << 10), using: &random))
@@ -150,7 +160,17 @@ private struct PlanSimulation {
     mutating func commit() {
         history.append("commit")
         let started = plan.commitStarting()
-        _ = plan.committed(started.available, complete: false)
+        _ = plan.committed(started.available, complete: !started.invalidated && started.available.isComplete)
+    }
+
+    /// The commit failed (the disk): only durable blocks are trusted; the rest is a hole again.
+    mutating func rollBackACommit() {
+        history.append("a commit fails")
+        _ = plan.commitStarting()
+        let durable = plan.durable
+        let rolledBack = plan.commitRolledBack(outOfSpace: false, error: "I/O error")
+        written = (0..<plan.layout.blockCount).filter(durable.contains).map(plan.layout.byteRange(ofBlock:)).merged()
+        perform(rolledBack.actions)
     }
 
     mutating func remoteChange() {
