@@ -136,6 +136,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
+    @OptionGroup(title: "SSH servers (sftp://)")
+    var sshOptions: SSHOptions
+
     @Flag(inversion: .prefixedNo, help: "Whether the kernel reads complete files straight from the cache (FUSE passthrough: Linux 6.9 or later, as root; on by default). With --no-passthrough every read passes through rangefs.")
     var passthrough = true
 
@@ -153,6 +156,11 @@ struct MountCommand: ParsableCommand {
     /// Set by the background launch: the pipe on which the mount reports that it is up.
     @Option(help: .hidden)
     var readyFd: Int32?
+
+    /// Set by the background launch of an sftp:// mount: the pipe that carries the key's
+    /// passphrase and the password read or asked for by the launching command.
+    @Option(help: .hidden)
+    var sshSecretsFd: Int32?
 
     /// Set by the background launch: the pipe that carries the `--header`s, which may hold
     /// secrets and so stay off the mount process's command line.
@@ -232,6 +240,10 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        // An sftp:// address is listed over SSH and read with ranged SFTP reads, signed in once
+        // here (a passphrase asked now goes to the background mount on a pipe).
+        let sftp = try sftpSource(argument)
+        clientConfiguration.ssh = sftp?.signIn
         // A dav:// or davs:// address is its http(s) URL listed by WebDAV (so is the background
         // mount started below: it is given that URL and --format webdav).
         if let collection = try Self.webDAVCollection(argument, format: format) {
@@ -241,8 +253,10 @@ struct MountCommand: ParsableCommand {
         // An s3:// address is a bucket's listing, read and signed by the bucket's own rules.
         let bucket = try bucketOptions.bucket(for: argument)
         clientConfiguration.dialect = bucket?.dialect
-        let loader = try manifestLoader(argument: argument, bucket: bucket)
-        let listingRoot = try bucket.map { $0.address.rootURL } ?? Self.listingRoot(of: loader, format: format)
+        let loader = try sftp.map { ManifestLoader(location: .remote($0.address.rootURL), headers: [:]) }
+            ?? manifestLoader(argument: argument, bucket: bucket)
+        let listingRoot = try sftp.map { $0.address.rootURL } ?? bucket.map { $0.address.rootURL }
+            ?? Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
         // double the time to mount (100,000 entries take about half a second to read). A web
@@ -267,7 +281,7 @@ struct MountCommand: ParsableCommand {
             switch loader.location {
             case .file(let path):
                 arguments += [path, mountPath]
-            case .remote where bucket != nil:
+            case .remote where bucket != nil || sftp != nil:
                 arguments += [manifest, mountPath]
             case .remote(let url):
                 let shown = Self.shownOnCommandLine(url)
@@ -279,6 +293,10 @@ struct MountCommand: ParsableCommand {
             }
             arguments += MountSettings.backgroundArguments(of: self) + ["--ready-fd", "3"]
             for option in mountOptions { arguments += ["-o", option] }
+            if let secrets = sftp.flatMap({ SSHOptions.secretsText(of: $0.signIn) }) {
+                arguments += ["--ssh-secrets-fd", "6"]
+                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 6, text: secrets))
+            }
             if !loader.headers.isEmpty {
                 arguments += ["--header-fd", "4"]
                 privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers)))
@@ -297,7 +315,8 @@ struct MountCommand: ParsableCommand {
         listingSettings.maxEntries = maxListedEntries
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { root in
-                                     MountRunner.Listing(root: root, source: bucket.map { .bucket($0.address) }
+                                     MountRunner.Listing(root: root, source: sftp.map { .sftp($0.address, $0.signIn) }
+                                                             ?? bucket.map { .bucket($0.address) }
                                                              ?? (format.directory == .webDAV ? .webDAV : .webDirectory),
                                                          settings: listingSettings)
                                  },
@@ -327,6 +346,30 @@ struct MountCommand: ParsableCommand {
         let isDirectory = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath.hasSuffix("/") ?? false
         guard format.directory != nil || (format.format == nil && isDirectory) else { return nil }
         return ListedDirectories.directoryURL(url)
+    }
+
+    /// The SFTP directory `argument` names and how to sign in to its server, or nil for any
+    /// other argument. HTTP's own options mean nothing there and are refused.
+    private func sftpSource(_ argument: String) throws -> (address: SFTPAddress, signIn: SSHSignIn)? {
+        let address: SFTPAddress?
+        do {
+            address = try SFTPAddress.parse(argument, localUser: ProcessInfo.processInfo.environment["USER"] ?? NSUserName())
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        guard let address else {
+            if sshOptions.isGiven { throw ValidationError("--identity, --passphrase-file and --known-hosts are for sftp:// addresses") }
+            return nil
+        }
+        guard format == .auto else { throw CommandFailure("--format does not go with an sftp:// address") }
+        guard headers.isEmpty, signIn.user == nil, !signIn.netrc, signIn.netrcFile == nil else {
+            throw ValidationError("--header, --user and --netrc are for web servers: an sftp:// mount signs in as USER of the address, with the ssh-agent, a key (--identity) or --password-file")
+        }
+        let secrets = try sshSecretsFd.map { try BackgroundLaunch.readPrivateInput(from: $0) }
+        var signIn = try sshOptions.signIn(for: address, passwordFile: secrets == nil ? signIn.passwordFile : nil,
+                                          askPassphrase: secrets == nil)
+        if let secrets { SSHOptions.takeSecrets(secrets, into: &signIn) }
+        return (address, signIn)
     }
 
     /// The http(s) URL of a `dav://` or `davs://` address, or nil for any other argument.

@@ -74,6 +74,8 @@ enum MountSettings {
         .value("--region", example: "eu-west-1") { $0.bucketOptions.region },
         .value("--profile", example: "media") { $0.bucketOptions.profile },
         .switchFlag("--no-sign-request") { $0.bucketOptions.noSignRequest },
+        .value("--identity", example: "/etc/rangefs/id_ed25519") { $0.sshOptions.identity.map(absolutePath) },
+        .value("--known-hosts", example: "/etc/rangefs/known_hosts") { $0.sshOptions.knownHosts.map(absolutePath) },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.

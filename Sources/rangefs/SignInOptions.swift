@@ -75,17 +75,17 @@ struct SignInOptions: ParsableArguments {
         }
     }
 
-    /// The password: the file's first line, without its line end.
-    private static func firstLine(of path: String) throws -> String {
+    /// The password (or an SSH key's passphrase, `option`): the file's first line, without its line end.
+    static func firstLine(of path: String, option: String = "--password-file") throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("--password-file \(path) cannot be read")
+            throw ValidationError("\(option) \(path) cannot be read")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ValidationError("--password-file \(path) is not UTF-8 text")
+            throw ValidationError("\(option) \(path) is not UTF-8 text")
         }
         // "\r\n" is one Character: `isNewline` ends the line at either.
         let password = String(text.prefix { !$0.isNewline })
-        guard !password.isEmpty else { throw ValidationError("--password-file \(path): its first line is empty") }
+        guard !password.isEmpty else { throw ValidationError("\(option) \(path): its first line is empty") }
         return password
     }
 
