@@ -64,8 +64,9 @@ private struct SFTPDirectoryReading {
         guard let handle = rangefs_sftp_opendir(calls.session.sftp, path) else {
             let failure = calls.failure(path)
             // OpenSSH answers a file's opendir with a bare failure: say what it is.
-            if case .refused = failure, let attributes = try? calls.stat(path, follow: true), !attributes.isDirectory {
-                throw .refused("\(path) is not a directory")
+            let named = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+            if case .refused = failure, let attributes = try? calls.stat(named, follow: true), !attributes.isDirectory {
+                throw .refused("\(named) is not a directory")
             }
             throw failure
         }
@@ -98,9 +99,8 @@ private struct SFTPDirectoryReading {
     private func entry(named name: String, attributes: SFTPCalls.Attributes, in path: String) throws(RemoteError) -> WebListingEntry? {
         let childPath = path.hasSuffix("/") ? path + name : path + "/" + name
         var shown = attributes
-        var directoryURL: URL?
         if attributes.isLink {
-            guard let target = try? calls.realpath(childPath), let inside = relative(target) else {
+            guard let target = try? calls.realpath(childPath), relative(target) != nil else {
                 logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link out of the mounted tree (or to nothing) is left out")
                 return nil
             }
@@ -108,13 +108,17 @@ private struct SFTPDirectoryReading {
                 logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link to nothing is left out")
                 return nil
             }
+            // Shown where it is, under its own name; one to a directory that holds it would
+            // show the tree inside itself without end.
+            if followed.isDirectory, let seen = seenPath(of: path), target == seen || seen.hasPrefix(target.hasSuffix("/") ? target : target + "/") {
+                logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link to a directory above it is left out (it would loop)")
+                return nil
+            }
             shown = followed
-            // A directory is listed at the place it is, so a link back up is one the tree already shows.
-            if followed.isDirectory { directoryURL = SFTPAddress.url(root: root, below: inside, isDirectory: true) }
         }
         if shown.isDirectory {
-            let url = directoryURL ?? SFTPAddress.url(root: directory, below: [name], isDirectory: true)
-            return WebListingEntry(name: name, url: url, isDirectory: true, modified: shown.modified)
+            return WebListingEntry(name: name, url: SFTPAddress.url(root: directory, below: [name], isDirectory: true),
+                                   isDirectory: true, modified: shown.modified)
         }
         guard shown.isRegular, let size = shown.size else {
             logger.debug("\(directory.redactedForDisplay)\(name): neither a file nor a directory, left out")
@@ -122,6 +126,17 @@ private struct SFTPDirectoryReading {
         }
         return WebListingEntry(name: name, url: SFTPAddress.url(root: directory, below: [name], isDirectory: false),
                                isDirectory: false, size: size, modified: shown.modified)
+    }
+
+    /// Where the listed directory `path` is on the server as the tree shows it (links on the way
+    /// taken as directories of their own): the canonical root and the names below it.
+    private func seenPath(of path: String) -> String? {
+        let rootPath = calls.rootPath.hasSuffix("/") ? calls.rootPath : calls.rootPath + "/"
+        let listed = path.hasSuffix("/") ? path : path + "/"
+        guard listed.hasPrefix(rootPath) else { return nil }
+        let below = listed.dropFirst(rootPath.count).split(separator: "/").joined(separator: "/")
+        let top = calls.canonicalRoot == "/" ? "" : calls.canonicalRoot
+        return below.isEmpty ? calls.canonicalRoot : top + "/" + below
     }
 
     /// `target`'s names below the mounted directory, or nil when it is not inside it.
