@@ -6,7 +6,7 @@ import RangeFSCore
 struct ManifestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Print a web directory's, a WebDAV collection's or a bucket's tree as a manifest, to freeze or edit it.",
+        abstract: "Print a web directory's, a WebDAV collection's, an SFTP directory's or a bucket's tree as a manifest, to freeze or edit it.",
         discussion: """
         Lists URL and every directory below it (nginx autoindex in HTML, JSON or XML, Apache \
         mod_autoindex, lighttpd, Python's http.server, or any page of links) and prints each file \
@@ -20,6 +20,10 @@ struct ManifestCommand: ParsableCommand {
         A dav://HOST/PATH/ or davs://HOST/PATH/ address lists a WebDAV collection, one PROPFIND \
         (Depth: 1) a directory, with the exact sizes and dates it states; each file's URL is its \
         http (dav://) or https (davs://) URL.
+
+        An sftp://USER@HOST[:PORT]/PATH/ address lists a directory of an SSH server over SFTP, \
+        signed in and with its host key checked as 'rangefs mount' does; each file's URL is its \
+        sftp:// URL.
 
         An s3://BUCKET/PREFIX/ address lists the bucket's keys below PREFIX (ListObjectsV2), \
         signed with the credentials 'rangefs mount' would use; each object's URL is its \
@@ -37,7 +41,7 @@ struct ManifestCommand: ParsableCommand {
         case text, json
     }
 
-    @Argument(help: "The URL of a directory listing, a dav:// or davs:// address of a WebDAV collection, or an s3://BUCKET/PREFIX/ address.")
+    @Argument(help: "The URL of a directory listing, a dav:// or davs:// address of a WebDAV collection, an sftp://USER@HOST/PATH/ address, or an s3://BUCKET/PREFIX/ address.")
     var url: String
 
     @Option(help: "text ('path<TAB>url' lines) or json (with sizes and dates).")

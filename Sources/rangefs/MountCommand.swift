@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, a WebDAV server, an SSH server's directory (SFTP), an S3 bucket, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -34,6 +34,16 @@ struct MountCommand: ParsableCommand {
         sizes and dates ls shows without a request per file; files are read with ranged GETs \
         over http (dav://) or https (davs://). --user with --password-file (or the password asked \
         on the terminal), --netrc, or --header 'Authorization: Bearer ...' signs in.
+
+        An sftp://USER@HOST[:PORT]/PATH/ address mounts a directory of an SSH server the same \
+        way (PATH is absolute; /~/PATH/ is below the user's home): each directory listed over \
+        SFTP with its exact sizes and dates, files read with ranged SFTP reads. It signs in as \
+        OpenSSH does: the keys of the ssh-agent (SSH_AUTH_SOCK), then --identity or the first of \
+        ~/.ssh/id_ed25519, id_ecdsa, id_rsa; an encrypted key's passphrase comes from \
+        --passphrase-file or is asked on the terminal, a password from --password-file. The \
+        server's host key must be in ~/.ssh/known_hosts (or --known-hosts): an unknown or changed \
+        key refuses the mount and says how to accept it. A symbolic link is shown as what it \
+        points to when that is inside the mounted directory, and left out otherwise.
 
         An s3://BUCKET/PREFIX/ address mounts a bucket's keys below PREFIX the same way, each \
         directory listed with ListObjectsV2 and every request signed (AWS Signature Version 4) \
@@ -65,6 +75,8 @@ struct MountCommand: ParsableCommand {
         Examples:
           rangefs mount https://example.com/music/ /mnt/music
           rangefs mount davs://nas.local/remote.php/dav/files/me/Music/ /mnt/music
+          rangefs mount sftp://me@nas.local/srv/music/ /mnt/music
+          rangefs mount --identity ~/.ssh/media_key sftp://me@seedbox.example:2222/~/media/ /mnt/media
           rangefs mount s3://media-bucket/music/ /mnt/music
           rangefs mount --endpoint http://127.0.0.1:9000 --path-style s3://media/ /mnt/media
           rangefs mount media.txt /mnt/media
@@ -81,7 +93,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an sftp://USER@HOST/PATH/ address, an s3://BUCKET/PREFIX/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
@@ -346,30 +358,6 @@ struct MountCommand: ParsableCommand {
         let isDirectory = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath.hasSuffix("/") ?? false
         guard format.directory != nil || (format.format == nil && isDirectory) else { return nil }
         return ListedDirectories.directoryURL(url)
-    }
-
-    /// The SFTP directory `argument` names and how to sign in to its server, or nil for any
-    /// other argument. HTTP's own options mean nothing there and are refused.
-    private func sftpSource(_ argument: String) throws -> (address: SFTPAddress, signIn: SSHSignIn)? {
-        let address: SFTPAddress?
-        do {
-            address = try SFTPAddress.parse(argument, localUser: ProcessInfo.processInfo.environment["USER"] ?? NSUserName())
-        } catch {
-            throw CommandFailure("\(error)")
-        }
-        guard let address else {
-            if sshOptions.isGiven { throw ValidationError("--identity, --passphrase-file and --known-hosts are for sftp:// addresses") }
-            return nil
-        }
-        guard format == .auto else { throw CommandFailure("--format does not go with an sftp:// address") }
-        guard headers.isEmpty, signIn.user == nil, !signIn.netrc, signIn.netrcFile == nil else {
-            throw ValidationError("--header, --user and --netrc are for web servers: an sftp:// mount signs in as USER of the address, with the ssh-agent, a key (--identity) or --password-file")
-        }
-        let secrets = try sshSecretsFd.map { try BackgroundLaunch.readPrivateInput(from: $0) }
-        var signIn = try sshOptions.signIn(for: address, passwordFile: secrets == nil ? signIn.passwordFile : nil,
-                                          askPassphrase: secrets == nil)
-        if let secrets { SSHOptions.takeSecrets(secrets, into: &signIn) }
-        return (address, signIn)
     }
 
     /// The http(s) URL of a `dav://` or `davs://` address, or nil for any other argument.

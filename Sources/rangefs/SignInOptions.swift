@@ -15,7 +15,7 @@ struct SignInOptions: ParsableArguments {
     @Option(help: "A user name for HTTP Basic sign-in (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else it is asked on the terminal; never give it on the command line.")
     var user: String?
 
-    @Option(help: "A file whose first line is the password for --user (or the URL's user).")
+    @Option(help: "A file whose first line is the password for --user (or the URL's user); for an sftp:// server, the SSH password of the address's user.")
     var passwordFile: String?
 
     @Flag(help: "Sign in to each host with its entry in ~/.netrc (machine, login, password), as curl --netrc does.")

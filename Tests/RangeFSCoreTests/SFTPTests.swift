@@ -157,3 +157,24 @@ struct SFTPReadCheckTests {
         #expect(SFTPVersion.isSFTP(URL(string: "SFTP://h/f")!) && !SFTPVersion.isSFTP(URL(string: "https://h/f")!))
     }
 }
+
+@Suite("SSH key files")
+struct SSHKeyFileTests {
+    /// An OpenSSH-format key whose blob names `cipher`.
+    private func openSSHKey(cipher: String) -> String {
+        var blob = Data("openssh-key-v1\u{0}".utf8)
+        blob += Data([0, 0, 0, UInt8(cipher.utf8.count)]) + Data(cipher.utf8) + Data(repeating: 7, count: 40)
+        return "-----BEGIN OPENSSH PRIVATE KEY-----\n\(blob.base64EncodedString(options: .lineLength64Characters))\n-----END OPENSSH PRIVATE KEY-----\n"
+    }
+
+    @Test("OpenSSH keys tell their cipher; PEM keys say ENCRYPTED; anything else is taken as plain")
+    func encryption() {
+        #expect(!SSHKeyFile.isEncrypted(openSSHKey(cipher: "none")))
+        #expect(SSHKeyFile.isEncrypted(openSSHKey(cipher: "aes256-ctr")))
+        #expect(SSHKeyFile.isEncrypted("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n-----END RSA PRIVATE KEY-----\n"))
+        #expect(SSHKeyFile.isEncrypted("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"))
+        #expect(!SSHKeyFile.isEncrypted("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"))
+        #expect(!SSHKeyFile.isEncrypted("-----BEGIN OPENSSH PRIVATE KEY-----\n!!!\n-----END OPENSSH PRIVATE KEY-----\n"))
+        #expect(!SSHKeyFile.isEncrypted(""))
+    }
+}

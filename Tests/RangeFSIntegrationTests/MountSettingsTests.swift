@@ -12,8 +12,9 @@ struct MountSettingsTests {
 
     /// Flags of `rangefs mount` that are not settings: repeatable or secret (`--header`,
     /// `-o` itself; `--user` and `--password-file`, which become an `Authorization` header, and
-    /// `user` is mount(8)'s), the positive form of `--no-passthrough`, and the built-in help.
-    static let notSettings: Set<String> = ["--header", "-o", "--user", "--password-file", "--passthrough", "-f", "--help", "-h"]
+    /// `user` is mount(8)'s; `--passphrase-file`, read by the launching command and handed on
+    /// through a pipe), the positive form of `--no-passthrough`, and the built-in help.
+    static let notSettings: Set<String> = ["--header", "-o", "--user", "--password-file", "--passphrase-file", "--passthrough", "-f", "--help", "-h"]
 
     /// The visible flags of `rangefs mount`, as the argument parser describes them.
     static func declaredFlags() throws -> Set<String> {

@@ -128,6 +128,28 @@ extension RangeFSIntegrationTests {
         #expect(file.stderr.contains("is not a directory"), "\(file)")
     }
 
+    @Test("SFTP: a server that takes the connection and never answers fails the mount within the mount's timeout, with the reason")
+    func sftpSilentServerTimesOut() throws {
+        let port = try FreePort.pick()
+        // Accepts every connection and says nothing: no SSH banner, no handshake.
+        let silent = try BackgroundCommand(["python3", "-c", """
+            import socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); held = []
+            while True: held.append(s.accept()[0])
+            """, String(port)])
+        defer { silent.kill() }
+        #expect(Poll.until(seconds: 10, every: 0.05) { FreePort.answers(port) }, "the silent server did not listen")
+        let mount = try fx.prepare(source: "sftp://nobody@127.0.0.1:\(port)/srv/", options: ["--known-hosts", "/dev/null"])
+        let started = Date()
+        let result = mount.tryMount(timeout: 90)
+        let took = Date().timeIntervalSince(started)
+        #expect(!result.succeeded && !result.timedOut && result.stderr.contains("the SSH handshake failed"), "\(result)")
+        print("sftp: a silent server refused the mount after \(String(format: "%.1f", took)) s")
+        #expect(took < 60, "refused after \(took) s")
+        #expect(!mount.isMounted)
+    }
+
     @Test("SFTP: a file changed between reads (its mtime, then its size): a new reader reads the new version, never a mix; each change is logged")
     func sftpFileChangesBetweenReads() throws {
         let tree = try Scratch.makeDir("sftp-tree")
