@@ -198,6 +198,38 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
+    @Test("SFTP: sshd stopped while mounted: a read of bytes not cached fails with EIO in bounded time, cached bytes still read; sshd back, the same read succeeds")
+    func sftpServerGoneAndBack() throws {
+        let tree = try Scratch.makeDir("sftp-tree")
+        let size = 32 << 20
+        let bytes = RandomBytes.make(count: size, seed: 0x90)
+        try Data(bytes).write(to: tree.appendingPathComponent("file.bin"))
+        let server = try SSHServer()
+        defer { server.stop() }
+        let mount = try fx.prepare(source: server.address(tree.path + "/"), options: ["--prefetch", "none"] + server.signInOptions)
+        try mount.mount()
+        let path = mount.path("file.bin")
+        let head = Reading.range(path, offset: 0, length: 65536)
+        #expect(head.succeeded && head.bytes == Data(bytes[0..<65536]), "\(head)\(Check.daemonLog(mount))")
+        #expect(mount.transfersEnded(), "\(Check.daemonLog(mount))")
+        server.stop()
+
+        let offset = 27 << 20
+        let started = Date()
+        let gone = Reading.range(path, offset: offset, length: 4096, timeout: 180)
+        let took = Date().timeIntervalSince(started)
+        print("sftp: a read with sshd stopped failed after \(String(format: "%.1f", took)) s")
+        #expect(!gone.succeeded && gone.failedWithEIO, "bytes not cached, no server: EIO, never zeros: \(gone)\(Check.daemonLog(mount))")
+        #expect(took < 150, "it failed after \(took) s")
+        let cached = Reading.range(path, offset: 0, length: 65536)
+        #expect(cached.succeeded && cached.bytes == Data(bytes[0..<65536]), "cached bytes still read: \(cached)")
+
+        try server.start()
+        let back = Reading.range(path, offset: offset, length: 4096)
+        #expect(back.succeeded && back.bytes == Data(bytes[offset..<(offset + 4096)]), "sshd back: \(back)\(Check.daemonLog(mount))")
+        #expect(mount.unmount().succeeded)
+    }
+
     @Test("SFTP: a remount with sshd stopped shows the last known tree and serves a file read before from the cache")
     func sftpIsRememberedOffline() throws {
         let tree = try Self.datedTree()

@@ -94,11 +94,36 @@ final class SSHServer {
     /// What sshd logged so far (stderr): the connections it took and refused.
     var log: String { child?.outputSoFar ?? "" }
 
+    /// Stops sshd and every session it forked: each connection's sshd starts a session of its
+    /// own (setsid), out of the listener's process group, and would outlive it.
     func stop() {
         guard let child else { return }
-        // The whole process group: the sessions sshd forked for each connection go too.
+        let sessions = Self.descendants(of: child.pid)
         child.kill()
+        for pid in sessions { kill(pid, SIGKILL) }
+        _ = Poll.until(seconds: 5, every: 0.02) { sessions.allSatisfy { kill($0, 0) != 0 } }
         self.child = nil
+    }
+
+    /// Every process below `pid` (by the parent named in `/proc/PID/stat`).
+    private static func descendants(of pid: Int32) -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var parents: [Int32: Int32] = [:]
+        for name in names {
+            guard let process = Int32(name),
+                  let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = Int32(fields[1]) { parents[process] = parent }
+        }
+        var found: [Int32] = []
+        var frontier = [pid]
+        while let next = frontier.popLast() {
+            let children = parents.filter { $0.value == next }.map(\.key)
+            found += children
+            frontier += children
+        }
+        return found
     }
 
     deinit {
