@@ -69,6 +69,7 @@ struct MountRunner {
             case .bucket(let address):
                 BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
             case .sftp:
+                // `sftpConnection` makes one for every SFTP source: the session its probes share.
                 SFTPLister(connection: sftp!, maxEntries: settings.maxEntries)
             }
         }

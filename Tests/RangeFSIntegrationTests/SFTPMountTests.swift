@@ -99,7 +99,7 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
-    @Test("SFTP: an unknown or changed host key, a key the server does not take, no server, no such path and a file are refused at mount with the reason")
+    @Test("SFTP: an unknown or changed host key, a key the server does not take, no server, no such path, a file and a directory past --max-listed-entries are refused at mount with the reason")
     func sftpRefusals() throws {
         let tree = try Scratch.makeDir("sftp-tree")
         try Data("x".utf8).write(to: tree.appendingPathComponent("file.txt"))
@@ -126,6 +126,9 @@ extension RangeFSIntegrationTests {
         #expect(missing.stderr.contains("no such file or directory"), "\(missing)")
         let file = try refusal(server.address(tree.path + "/file.txt"), server.signInOptions)
         #expect(file.stderr.contains("is not a directory"), "\(file)")
+        for index in 0..<20 { try Data().write(to: tree.appendingPathComponent("more-\(index).txt")) }
+        let crowded = try refusal(root, server.signInOptions + ["--max-listed-entries", "10"])
+        #expect(crowded.stderr.contains("more than 10 entries") && crowded.stderr.contains("--max-listed-entries"), "\(crowded)")
     }
 
     @Test("SFTP: a server that takes the connection and never answers fails the mount within the mount's timeout, with the reason")

@@ -73,11 +73,19 @@ private struct SFTPDirectoryReading {
         defer { rangefs_sftp_closedir(handle) }
         var entries: [WebListingEntry] = []
         var name = [CChar](repeating: 0, count: 4097)
+        // Every name read counts, those left out too: a server sending names without end is
+        // stopped as surely as one with too many entries.
+        var namesRead = 0
         while true {
             var attributes = LIBSSH2_SFTP_ATTRIBUTES()
             let length = rangefs_sftp_readdir(handle, &name, name.count - 1, &attributes)
             if length == 0 { break }
+            if length == LIBSSH2_ERROR_BUFFER_TOO_SMALL {
+                throw .refused("\(directory.redactedForDisplay): the server lists a name longer than \(name.count - 1) bytes, which no file has")
+            }
             guard length > 0 else { throw calls.failure(path) }
+            namesRead += 1
+            if namesRead > maxEntries + 2 { throw tooMany() }
             let bytes = name.prefix(Int(length)).map { UInt8(bitPattern: $0) }
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 logger.notice("\(directory.redactedForDisplay): an entry whose name is not UTF-8 is left out")
@@ -88,11 +96,13 @@ private struct SFTPDirectoryReading {
                 entries.append(entry)
             }
             // Refused as it is read: a directory of millions of names costs no more than this.
-            if entries.count > maxEntries {
-                throw .refused("\(directory.redactedForDisplay): more than \(maxEntries) entries in one directory, more than the mount holds (--max-listed-entries)")
-            }
+            if entries.count > maxEntries { throw tooMany() }
         }
         return entries
+    }
+
+    private func tooMany() -> RemoteError {
+        .refused("\(directory.redactedForDisplay): more than \(maxEntries) entries in one directory, more than the mount holds (--max-listed-entries)")
     }
 
     /// The entry for `name`, or nil for one that is left out (said in the log).
