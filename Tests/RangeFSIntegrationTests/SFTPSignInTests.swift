@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 /// How an `sftp://` mount signs in, as OpenSSH does: a key found in `~/.ssh` by OpenSSH's order,
-/// a key held by a running ssh-agent, an encrypted key with its passphrase from a file (handed
-/// to the background mount on a pipe, never on its command line nor in its log).
+/// a key held by a running ssh-agent, an encrypted key with its passphrase from a file or typed
+/// at the prompt (handed to the background mount on a pipe, never on its command line nor in
+/// its log).
 extension RangeFSIntegrationTests {
     /// A home whose `.ssh` holds `keys` (name → the key file to copy there).
     private static func home(with keys: [String: String]) throws -> URL {
@@ -61,7 +62,7 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
-    @Test("SFTP sign-in: an encrypted key with --passphrase-file mounts; the passphrase reaches neither ps nor the log; without it, the mount says what to give")
+    @Test("SFTP sign-in: an encrypted key with --passphrase-file, or its passphrase typed at the prompt, mounts; the passphrase reaches neither ps nor the log; without either, the mount says what to give")
     func sftpTakesAPassphrase() throws {
         let tree = try Self.oneFileTree()
         let server = try SSHServer()
@@ -95,5 +96,21 @@ extension RangeFSIntegrationTests {
         }
         #expect(mount.unmount().succeeded)
         #expect(!mount.log().contains(passphrase), "the passphrase never reaches the log")
+
+        // Typed at the prompt on a terminal (script(1) gives the mount one): the feeder waits
+        // for the prompt in the typescript, 30 s at most, as getpass drops what came before it.
+        let typescript = scratch.appendingPathComponent("typescript").path
+        let typed = try fx.prepare(source: server.address(tree.path + "/"), options: ["--identity", key, "--known-hosts", server.knownHosts])
+        let command = ([fx.binary, "mount", typed.manifestPath, typed.mountpoint, "--cache-dir", typed.cacheDir] + typed.options)
+            .map { "'\($0)'" }.joined(separator: " ")
+        let feeder = "for i in $(seq 600); do grep -q 'Enter passphrase' '\(typescript)' 2>/dev/null && break; sleep 0.05; done; "
+            + "printf '%s\\n' '\(passphrase)'"
+        let session = Command.run(["sh", "-c", "(\(feeder)) | script -qfec \"\(command)\" '\(typescript)'"], timeout: 90)
+        #expect(session.succeeded && typed.isMounted, "\(session)")
+        let shown = (try? String(contentsOfFile: typescript, encoding: .utf8)) ?? ""
+        #expect(shown.contains("Enter passphrase for key '\(key)'") && !shown.contains(passphrase), "the prompt, without echo: \(shown)")
+        #expect((try? String(contentsOfFile: typed.path("hello.txt"), encoding: .utf8)) == "signed in", "\(Check.daemonLog(typed))")
+        #expect(typed.unmount().succeeded)
+        #expect(!typed.log().contains(passphrase), "the typed passphrase never reaches the log")
     }
 }
