@@ -40,6 +40,37 @@ extension RangeFSIntegrationTests {
         #expect(requests == 0, "listing the tree and stat of every file read no file: \(counters)")
         try Self.expectBytesShown(of: tree, in: mount, "sftp")
         #expect(mount.unmount().succeeded)
+
+        // `rangefs manifest` lists the same tree, as sftp:// URLs a mount reads unchanged.
+        let listed = Command.run([fx.binary, "manifest"] + server.signInOptions + [server.address(tree.path + "/")])
+        #expect(listed.succeeded && listed.stdout.contains("sub dir/inner.txt\t\(server.address(tree.path + "/"))sub%20dir/inner.txt"),
+                "\(listed)")
+    }
+
+    @Test("SFTP: kill -9 of the mount while it fetches, remount on the same cache: the file completes byte-exact")
+    func sftpSurvivesKillNine() throws {
+        let tree = try Scratch.makeDir("sftp-tree")
+        let bytes = RandomBytes.make(count: 24 << 20, seed: 0x99)
+        try Data(bytes).write(to: tree.appendingPathComponent("file.bin"))
+        let server = try SSHServer()
+        defer { server.stop() }
+        let cache = try fx.makeCacheDir()
+        let first = try fx.prepare(source: server.address(tree.path + "/"), cacheDir: cache, options: ["--max-rate", "4M"] + server.signInOptions)
+        try first.mount()
+        let head = Reading.range(first.path("file.bin"), offset: 0, length: 65536)
+        #expect(head.succeeded && head.bytes == Data(bytes[0..<65536]), "\(head)\(Check.daemonLog(first))")
+        // Killed once background completion has brought part of the file, not all of it.
+        #expect(Poll.until(seconds: 30, every: 0.05) { ((try? first.metricsCounters())?["rangefs_cached_bytes"] ?? 0) >= Double(2 << 20) },
+                "background completion never started\(Check.daemonLog(first))")
+        let pid = try #require(first.daemonPid())
+        kill(pid, SIGKILL)
+        #expect(ProcessInfo.waitForExit(pid, seconds: 10), "pid \(pid) survived SIGKILL")
+
+        let again = try fx.prepare(source: server.address(tree.path + "/"), cacheDir: cache, options: ["--prefetch", "none"] + server.signInOptions)
+        try again.mount()
+        let whole = Reading.whole(again.path("file.bin"))
+        #expect(whole.succeeded && whole.bytes == Data(bytes), "\(whole.bytes.count) bytes\(Check.daemonLog(again))")
+        #expect(again.unmount().succeeded)
     }
 
     @Test("SFTP: a read of 4 KiB at an offset of a file of 16 MiB brings a range, not the file")
