@@ -184,6 +184,29 @@ extension RangeFSIntegrationTests {
         #expect(!mount.isMounted)
     }
 
+    @Test("SFTP: the reads check the host key as well: from a kept listing, with a known-hosts file holding another key or none, a read gives EIO and no byte")
+    func sftpReadsCheckTheHostKey() throws {
+        let tree = try Scratch.makeDir("sftp-tree")
+        try Data(RandomBytes.make(count: 1 << 20, seed: 0x4B)).write(to: tree.appendingPathComponent("file.bin"))
+        let server = try SSHServer()
+        defer { server.stop() }
+        let cache = try fx.makeCacheDir()
+        let listed = try fx.prepare(source: server.address(tree.path + "/"), cacheDir: cache, options: ["--prefetch", "none"] + server.signInOptions)
+        try listed.mount()
+        #expect(Command.run(["ls", "-l", listed.mountpoint]).stdout.contains("file.bin"))
+        #expect(listed.unmount().succeeded)
+        for knownHosts in [server.otherHostsKey, server.unknownHosts] {
+            // The listing is kept: the mount starts without the listing session, and only the read reaches the server.
+            let mount = try fx.prepare(source: server.address(tree.path + "/"), cacheDir: cache,
+                                       options: ["--prefetch", "none", "--identity", server.userKey, "--known-hosts", knownHosts])
+            try mount.mount()
+            let read = Reading.range(mount.path("file.bin"), offset: 0, length: 4096, timeout: 120)
+            #expect(!read.succeeded && read.failedWithEIO && read.bytes.isEmpty, "\(knownHosts): \(read)\(Check.daemonLog(mount))")
+            #expect(!mount.logLines(containing: "host key is not in the known-hosts file").isEmpty, "\(Check.daemonLog(mount))")
+            #expect(mount.unmount().succeeded)
+        }
+    }
+
     @Test("SFTP: a file changed between reads (its mtime, then its size): a new reader reads the new version, never a mix; each change is logged")
     func sftpFileChangesBetweenReads() throws {
         let tree = try Scratch.makeDir("sftp-tree")

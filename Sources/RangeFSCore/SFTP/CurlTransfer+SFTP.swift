@@ -30,7 +30,9 @@ extension CurlTransfer {
             return .changed("the file is shorter now (\(message))")
         case CURLE_REMOTE_FILE_NOT_FOUND:
             return .changed("the file is no longer on the server (\(message))")
-        case CURLE_REMOTE_ACCESS_DENIED, CURLE_LOGIN_DENIED, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM:
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return .refused("the server's host key is not in the known-hosts file for this host, or is another: nothing is read from it (\(message))")
+        case CURLE_REMOTE_ACCESS_DENIED, CURLE_LOGIN_DENIED, CURLE_SSL_CERTPROBLEM:
             return .refused(message)
         default:
             return nil
