@@ -108,12 +108,19 @@ extension RangeFSIntegrationTests {
                                                    withDestinationPath: outside.appendingPathComponent("secret.txt").path)
         try FileManager.default.createSymbolicLink(atPath: tree.appendingPathComponent("escape dir").path, withDestinationPath: outside.path)
         try FileManager.default.createSymbolicLink(atPath: tree.appendingPathComponent("real dir/up").path, withDestinationPath: "..")
+        // Two directories linking to each other: x/l is y, in which m (x again) is left out.
+        for directory in ["x", "y"] {
+            try FileManager.default.createDirectory(at: tree.appendingPathComponent(directory), withIntermediateDirectories: true)
+        }
+        try Data("y".utf8).write(to: tree.appendingPathComponent("y/file.txt"))
+        try FileManager.default.createSymbolicLink(atPath: tree.appendingPathComponent("x/l").path, withDestinationPath: "../y")
+        try FileManager.default.createSymbolicLink(atPath: tree.appendingPathComponent("y/m").path, withDestinationPath: "../x")
         let server = try SSHServer()
         defer { server.stop() }
         let mount = try fx.prepare(source: server.address(tree.path + "/"), options: ["--prefetch", "none"] + server.signInOptions)
         try mount.mount()
         let top = Command.run(["ls", "-1", "--", mount.mountpoint])
-        #expect(Set(top.stdout.split(separator: "\n").map(String.init)) == ["target.txt", "real dir", "link.txt", "dir link"],
+        #expect(Set(top.stdout.split(separator: "\n").map(String.init)) == ["target.txt", "real dir", "link.txt", "dir link", "x", "y"],
                 "\(top)\(Check.daemonLog(mount))")
         let link = try FileManager.default.attributesOfItem(atPath: mount.path("link.txt"))
         #expect(link[.type] as? FileAttributeType == .typeRegular && (link[.size] as? NSNumber)?.intValue == 6, "\(link)")
@@ -122,6 +129,9 @@ extension RangeFSIntegrationTests {
         let inner = Command.run(["ls", "-1", "--", mount.path("real dir")])
         #expect(inner.succeeded && inner.stdout == "deep.txt\n", "a link up the tree is left out: \(inner)\(Check.daemonLog(mount))")
         #expect(!mount.logLines(containing: "/up: a symbolic link to a directory above it is left out").isEmpty, "\(Check.daemonLog(mount))")
+        let cycle = Command.run(["ls", "-1", "--", mount.path("x/l")])
+        #expect(cycle.succeeded && cycle.stdout == "file.txt\n", "x/l is y without m, which leads back: \(cycle)\(Check.daemonLog(mount))")
+        #expect(Command.run(["ls", "-1", "--", mount.path("y")]).stdout == "file.txt\nm\n", "y shows m, which is x")
         // The top is listed before the mount runs in the background: its notes reach the terminal.
         let noted = (mount.log() + (mount.mountResults.last?.stderr ?? "")).split(separator: "\n")
             .filter { $0.contains("symbolic link out of the mounted tree") }

@@ -72,6 +72,7 @@ private struct SFTPDirectoryReading {
         }
         defer { rangefs_sftp_closedir(handle) }
         var entries: [WebListingEntry] = []
+        var ancestors: [String]?
         var name = [CChar](repeating: 0, count: 4097)
         // Every name read counts, those left out too: a server sending names without end is
         // stopped as surely as one with too many entries.
@@ -92,7 +93,7 @@ private struct SFTPDirectoryReading {
                 continue
             }
             if text == "." || text == ".." { continue }
-            if let entry = try entry(named: text, attributes: SFTPCalls.Attributes(raw: attributes), in: path) {
+            if let entry = try entry(named: text, attributes: SFTPCalls.Attributes(raw: attributes), in: path, ancestors: &ancestors) {
                 entries.append(entry)
             }
             // Refused as it is read: a directory of millions of names costs no more than this.
@@ -105,8 +106,10 @@ private struct SFTPDirectoryReading {
         .refused("\(directory.redactedForDisplay): more than \(maxEntries) entries in one directory, more than the mount holds (--max-listed-entries)")
     }
 
-    /// The entry for `name`, or nil for one that is left out (said in the log).
-    private func entry(named name: String, attributes: SFTPCalls.Attributes, in path: String) throws(RemoteError) -> WebListingEntry? {
+    /// The entry for `name`, or nil for one that is left out (said in the log). `ancestors`:
+    /// where the listed directory and those above it in the tree really are, found when first needed.
+    private func entry(named name: String, attributes: SFTPCalls.Attributes, in path: String,
+                       ancestors: inout [String]?) throws(RemoteError) -> WebListingEntry? {
         let childPath = path.hasSuffix("/") ? path + name : path + "/" + name
         var shown = attributes
         if attributes.isLink {
@@ -118,11 +121,16 @@ private struct SFTPDirectoryReading {
                 logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link to nothing is left out")
                 return nil
             }
-            // Shown where it is, under its own name; one to a directory that holds it would
-            // show the tree inside itself without end.
-            if followed.isDirectory, let seen = seenPath(of: path), target == seen || seen.hasPrefix(target.hasSuffix("/") ? target : target + "/") {
-                logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link to a directory above it is left out (it would loop)")
-                return nil
+            // Shown where it is, under its own name; one to a directory that holds the listed one
+            // or one above it in the tree would show the tree inside itself without end.
+            if followed.isDirectory {
+                let above = ancestors ?? realAncestors(of: path)
+                ancestors = above
+                let top = target.hasSuffix("/") ? target : target + "/"
+                if above.contains(where: { $0 == target || $0.hasPrefix(top) }) {
+                    logger.notice("\(directory.redactedForDisplay)\(name): a symbolic link to a directory above it is left out (it would loop)")
+                    return nil
+                }
             }
             shown = followed
         }
@@ -138,15 +146,19 @@ private struct SFTPDirectoryReading {
                                isDirectory: false, size: size, modified: shown.modified)
     }
 
-    /// Where the listed directory `path` is on the server as the tree shows it (links on the way
-    /// taken as directories of their own): the canonical root and the names below it.
-    private func seenPath(of path: String) -> String? {
+    /// Where the listed directory `path` and each directory above it up to the mounted one
+    /// really are (`realpath`, links undone): one call a level, the tree's depth being bounded.
+    private func realAncestors(of path: String) -> [String] {
         let rootPath = calls.rootPath.hasSuffix("/") ? calls.rootPath : calls.rootPath + "/"
         let listed = path.hasSuffix("/") ? path : path + "/"
-        guard listed.hasPrefix(rootPath) else { return nil }
-        let below = listed.dropFirst(rootPath.count).split(separator: "/").joined(separator: "/")
-        let top = calls.canonicalRoot == "/" ? "" : calls.canonicalRoot
-        return below.isEmpty ? calls.canonicalRoot : top + "/" + below
+        guard listed.hasPrefix(rootPath) else { return [calls.canonicalRoot] }
+        var places = [calls.canonicalRoot]
+        var seen = rootPath
+        for name in listed.dropFirst(rootPath.count).split(separator: "/") {
+            seen += name + "/"
+            if let real = try? calls.realpath(seen) { places.append(real) }
+        }
+        return places
     }
 
     /// `target`'s names below the mounted directory, or nil when it is not inside it.
