@@ -106,7 +106,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.")
     var dirCacheTime: String = "5m"
 
-    @Option(help: "The most names a web directory's, WebDAV collection's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
+    @Option(help: "The most names a web directory's, WebDAV collection's, SFTP directory's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
     var maxListedEntries: Int = ListedDirectories.Settings.defaultMaxEntries
 
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
