@@ -23,6 +23,9 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libssh2, for SFTP directory listings with exact sizes and dates (libcurl reads the files).
+        .systemLibrary(name: "CSSH2", path: "Sources/CSSH2", pkgConfig: "libssh2",
+                       providers: [.apt(["libssh2-1-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         // Kernel FUSE passthrough for complete files, added to libfuse 3.14 from outside.
         .target(name: "CFusePassthrough", dependencies: ["CFuse"]),
@@ -31,7 +34,7 @@ let package = Package(
         .target(
             name: "RangeFSCore",
             dependencies: [
-                "CCurl",
+                "CCurl", "CSSH2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what RangeFS needs to build, test and run its demo on Debian 12:
-# libfuse3 and libcurl headers, SQLite, nginx (the test and demo server), ffmpeg
-# (makes and probes test audio), curl, attr (getfattr), mpg123; Apache 2, lighttpd
+# libfuse3, libcurl and libssh2 headers, SQLite, nginx (the test and demo server), ffmpeg
+# (makes and probes test audio), curl, attr (getfattr), mpg123, OpenSSH's server and
+# ssh-keygen (the SFTP server the tests mount); Apache 2, lighttpd
 # and Python 3 (whose directory listings the tests read); and for building
 # and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
 # lintian and debootstrap. Then, with pip, for the python3 on PATH: boto3 (botocore
@@ -14,6 +15,7 @@ set -euo pipefail
 packages=(
     fuse3 libfuse3-dev
     libcurl4-openssl-dev
+    libssh2-1-dev
     libsqlite3-dev
     pkg-config
     nginx-light
@@ -22,6 +24,7 @@ packages=(
     curl
     attr
     mpg123
+    openssh-server openssh-client
     ca-certificates
     dpkg-dev binutils lintian debootstrap
 )

@@ -189,7 +189,7 @@ in_root 60 umount /mnt/fstab || fail "umount /mnt/fstab failed"
 
 # ------------------------------------------------------------------ man rangefs
 page="$(in_root 60 env MANPAGER=cat MANWIDTH=80 man rangefs 2>&1)" || fail "man rangefs failed: $page"
-grep -q 'Mount web directories, WebDAV servers, S3 buckets' <<<"$page" || fail "man rangefs shows no RangeFS page: $page"
+grep -q 'Mount web directories, WebDAV servers, SSH servers (SFTP)' <<<"$page" || fail "man rangefs shows no RangeFS page: $page"
 say "man rangefs: $(grep -m1 -A1 '^NAME' <<<"$page" | tail -1 | sed 's/^ *//')"
 
 # ------------------------------------------------------------------ rangefs mo<TAB>

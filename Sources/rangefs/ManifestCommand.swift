@@ -6,7 +6,7 @@ import RangeFSCore
 struct ManifestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Print a web directory's, a WebDAV collection's or a bucket's tree as a manifest, to freeze or edit it.",
+        abstract: "Print a web directory's, a WebDAV collection's, an SFTP directory's or a bucket's tree as a manifest, to freeze or edit it.",
         discussion: """
         Lists URL and every directory below it (nginx autoindex in HTML, JSON or XML, Apache \
         mod_autoindex, lighttpd, Python's http.server, or any page of links) and prints each file \
@@ -20,6 +20,10 @@ struct ManifestCommand: ParsableCommand {
         A dav://HOST/PATH/ or davs://HOST/PATH/ address lists a WebDAV collection, one PROPFIND \
         (Depth: 1) a directory, with the exact sizes and dates it states; each file's URL is its \
         http (dav://) or https (davs://) URL.
+
+        An sftp://USER@HOST[:PORT]/PATH/ address lists a directory of an SSH server over SFTP, \
+        signed in and with its host key checked as 'rangefs mount' does; each file's URL is its \
+        sftp:// URL.
 
         An s3://BUCKET/PREFIX/ address lists the bucket's keys below PREFIX (ListObjectsV2), \
         signed with the credentials 'rangefs mount' would use; each object's URL is its \
@@ -37,7 +41,7 @@ struct ManifestCommand: ParsableCommand {
         case text, json
     }
 
-    @Argument(help: "The URL of a directory listing, a dav:// or davs:// address of a WebDAV collection, or an s3://BUCKET/PREFIX/ address.")
+    @Argument(help: "The URL of a directory listing, a dav:// or davs:// address of a WebDAV collection, an sftp://USER@HOST/PATH/ address, or an s3://BUCKET/PREFIX/ address.")
     var url: String
 
     @Option(help: "text ('path<TAB>url' lines) or json (with sizes and dates).")
@@ -67,6 +71,9 @@ struct ManifestCommand: ParsableCommand {
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
+    @OptionGroup(title: "SSH servers (sftp://)")
+    var sshOptions: SSHOptions
+
     func validate() throws {
         guard maxDepth >= 0 else { throw ValidationError("--max-depth must be 0 or more") }
         guard (1...64).contains(maxListings) else { throw ValidationError("--max-listings must be 1 to 64") }
@@ -80,7 +87,16 @@ struct ManifestCommand: ParsableCommand {
         let bucket = try bucketOptions.bucket(for: url)
         let root: URL
         let source: MountRunner.Listing.Source
-        if let bucket {
+        let sftp: SFTPAddress?
+        do {
+            sftp = try SFTPAddress.parse(url, localUser: ProcessInfo.processInfo.environment["USER"] ?? NSUserName())
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        if let sftp {
+            root = sftp.rootURL
+            source = .sftp(sftp, try sshOptions.signIn(for: sftp, passwordFile: signIn.passwordFile))
+        } else if let bucket {
             root = bucket.address.rootURL
             source = .bucket(bucket.address)
         } else if let collection = try MountCommand.webDAVCollection(url, format: .auto) {
@@ -90,13 +106,14 @@ struct ManifestCommand: ParsableCommand {
             root = ListedDirectories.directoryURL(url)
             source = .webDirectory
         } else {
-            throw ValidationError("URL must be an http(s) URL of a directory listing, a dav:// or davs:// address, or an s3:// address (got '\(url)')")
+            throw ValidationError("URL must be an http(s) URL of a directory listing, a dav:// or davs:// address, an s3:// or an sftp:// address (got '\(url)')")
         }
         var configuration = CurlClient.Configuration()
         configuration.caFile = caFile.map(absolutePath)
         configuration.proxy = proxy
         configuration.netrcFile = try signIn.netrcPath()
         configuration.dialect = bucket?.dialect
+        if case .sftp(_, let signIn) = source { configuration.ssh = signIn }
         let client = CurlClient(configuration: configuration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
         defer { client.shutdown() }
         // What is left out (a bad name, a link out of the tree, too deep) is a note on stderr.
@@ -106,9 +123,12 @@ struct ManifestCommand: ParsableCommand {
         settings.maxInFlight = maxListings
         settings.maxEntries = maxListedEntries
         if bucket != nil { try signIn.checkNotForBucket() }
-        let headers = try signIn.adding(to: HeaderArguments.parse(headers), for: root)
+        // An SFTP server signs in over SSH (`sshOptions`); --password-file's password is its.
+        let headers = sftp != nil ? [:] : try signIn.adding(to: HeaderArguments.parse(headers), for: root)
         let listing = MountRunner.Listing(root: root, source: source, settings: settings)
-        let lister = listing.lister(client: client, headers: headers, policy: FetchPolicy(), logger: notes)
+        let lister = listing.lister(client: client, headers: headers, policy: FetchPolicy(),
+                                    sftp: listing.sftpConnection(timeout: .seconds(configuration.stallTimeoutSeconds), logger: notes),
+                                    logger: notes)
         let tree = ListedDirectories(root: root, lister: lister, settings: settings, logger: notes) { _ in }
         // Every listing has its own timeout and bounded retries, and the depth bounds how many there are.
         let failures = tree.listEverything(timeout: .seconds(86_400))

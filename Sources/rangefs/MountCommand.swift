@@ -6,7 +6,7 @@ import RangeFSCore
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount a web directory, a WebDAV server, an S3 bucket, a Subsonic music server, or the files of a manifest, at a directory.",
+        abstract: "Mount a web directory, a WebDAV server, an SSH server's directory (SFTP), an S3 bucket, a Subsonic music server, or the files of a manifest, at a directory.",
         discussion: """
         Returns once the filesystem is mounted; the mount keeps running in the background and \
         logs to rangefs.log in its cache directory and to syslog (the journal). With -f it stays \
@@ -34,6 +34,16 @@ struct MountCommand: ParsableCommand {
         sizes and dates ls shows without a request per file; files are read with ranged GETs \
         over http (dav://) or https (davs://). --user with --password-file (or the password asked \
         on the terminal), --netrc, or --header 'Authorization: Bearer ...' signs in.
+
+        An sftp://USER@HOST[:PORT]/PATH/ address mounts a directory of an SSH server the same \
+        way (PATH is absolute; /~/PATH/ is below the user's home): each directory listed over \
+        SFTP with its exact sizes and dates, files read with ranged SFTP reads. It signs in as \
+        OpenSSH does: the keys of the ssh-agent (SSH_AUTH_SOCK), then --identity or the first of \
+        ~/.ssh/id_ed25519, id_ecdsa, id_rsa; an encrypted key's passphrase comes from \
+        --passphrase-file or is asked on the terminal, a password from --password-file. The \
+        server's host key must be in ~/.ssh/known_hosts (or --known-hosts): an unknown or changed \
+        key refuses the mount and says how to accept it. A symbolic link is shown as what it \
+        points to when that is inside the mounted directory, and left out otherwise.
 
         An s3://BUCKET/PREFIX/ address mounts a bucket's keys below PREFIX the same way, each \
         directory listed with ListObjectsV2 and every request signed (AWS Signature Version 4) \
@@ -75,6 +85,8 @@ struct MountCommand: ParsableCommand {
         Examples:
           rangefs mount https://example.com/music/ /mnt/music
           rangefs mount davs://nas.local/remote.php/dav/files/me/Music/ /mnt/music
+          rangefs mount sftp://me@nas.local/srv/music/ /mnt/music
+          rangefs mount --identity ~/.ssh/media_key sftp://me@seedbox.example:2222/~/media/ /mnt/media
           rangefs mount s3://media-bucket/music/ /mnt/music
           rangefs mount --password-file ~/.navidrome-password \\
             subsonic+https://me@music.example.org/ /mnt/music
@@ -93,7 +105,7 @@ struct MountCommand: ParsableCommand {
         """
     )
 
-    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an s3://BUCKET/PREFIX/ address, a subsonic+https://USER@HOST/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
+    @Argument(help: "A web directory's URL (ending in '/'), a dav:// or davs:// address, an sftp://USER@HOST/PATH/ address, an s3://BUCKET/PREFIX/ address, a subsonic+https://USER@HOST/ address, or the manifest: a file or an http(s) URL (text, JSON, YAML, M3U, RSS or Metalink).")
     var manifest: String
 
     @Argument(help: "An existing directory to mount on.")
@@ -106,7 +118,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: "How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.")
     var dirCacheTime: String = "5m"
 
-    @Option(help: "The most names a web directory's, WebDAV collection's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
+    @Option(help: "The most names a web directory's, WebDAV collection's, SFTP directory's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
     var maxListedEntries: Int = ListedDirectories.Settings.defaultMaxEntries
 
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
@@ -148,6 +160,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "S3 buckets")
     var bucketOptions: BucketOptions
 
+    @OptionGroup(title: "SSH servers (sftp://)")
+    var sshOptions: SSHOptions
+
     @OptionGroup(title: "Subsonic music servers")
     var subsonicOptions: SubsonicOptions
 
@@ -168,6 +183,11 @@ struct MountCommand: ParsableCommand {
     /// Set by the background launch: the pipe on which the mount reports that it is up.
     @Option(help: .hidden)
     var readyFd: Int32?
+
+    /// Set by the background launch of an sftp:// mount: the pipe that carries the key's
+    /// passphrase and the password read or asked for by the launching command.
+    @Option(help: .hidden)
+    var sshSecretsFd: Int32?
 
     /// Set by the background launch: the pipe that carries the `--header`s, which may hold
     /// secrets and so stay off the mount process's command line.
@@ -247,6 +267,10 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
+        // An sftp:// address is listed over SSH and read with ranged SFTP reads, signed in once
+        // here (a passphrase asked now goes to the background mount on a pipe).
+        let sftp = try sftpSource(argument)
+        clientConfiguration.ssh = sftp?.signIn
         // A dav:// or davs:// address is its http(s) URL listed by WebDAV (so is the background
         // mount started below: it is given that URL and --format webdav).
         if let collection = try Self.webDAVCollection(argument, format: format) {
@@ -259,8 +283,10 @@ struct MountCommand: ParsableCommand {
         // A subsonic+https:// address is a music server's library; its user signs in when the
         // mount starts (`MountRunner`), which finds the form of credentials the server takes.
         let subsonic = try subsonicOptions.server(for: argument, signIn: signIn)
-        let loader = try manifestLoader(argument: argument, bucket: bucket, subsonic: subsonic)
-        let listingRoot = try bucket.map { $0.address.rootURL } ?? subsonic?.rootURL ?? Self.listingRoot(of: loader, format: format)
+        let loader = try sftp.map { ManifestLoader(location: .remote($0.address.rootURL), headers: [:]) }
+            ?? manifestLoader(argument: argument, bucket: bucket, subsonic: subsonic)
+        let listingRoot = try sftp.map { $0.address.rootURL } ?? bucket.map { $0.address.rootURL } ?? subsonic?.rootURL
+            ?? Self.listingRoot(of: loader, format: format)
         // A mount in the background reads the manifest in the process started below, which
         // reports a bad one on this terminal and mounts nothing: reading it here as well would
         // double the time to mount (100,000 entries take about half a second to read). A web
@@ -285,7 +311,7 @@ struct MountCommand: ParsableCommand {
             switch loader.location {
             case .file(let path):
                 arguments += [path, mountPath]
-            case .remote where bucket != nil:
+            case .remote where bucket != nil || sftp != nil:
                 arguments += [manifest, mountPath]
             case .remote where subsonic != nil:
                 // The user as found here (--user or the address's); the password on a pipe.
@@ -301,6 +327,10 @@ struct MountCommand: ParsableCommand {
             }
             arguments += MountSettings.backgroundArguments(of: self) + ["--ready-fd", "3"]
             for option in mountOptions { arguments += ["-o", option] }
+            if let secrets = sftp.flatMap({ SSHOptions.secretsText(of: $0.signIn) }) {
+                arguments += ["--ssh-secrets-fd", "7"]
+                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 7, text: secrets))
+            }
             if !loader.headers.isEmpty {
                 arguments += ["--header-fd", "4"]
                 privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers)))
@@ -319,7 +349,8 @@ struct MountCommand: ParsableCommand {
         listingSettings.maxEntries = maxListedEntries
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { root in
-                                     MountRunner.Listing(root: root, source: bucket.map { .bucket($0.address) }
+                                     MountRunner.Listing(root: root, source: sftp.map { .sftp($0.address, $0.signIn) }
+                                                             ?? bucket.map { .bucket($0.address) }
                                                              ?? subsonic.map { .subsonic($0.signIn) }
                                                              ?? (format.directory == .webDAV ? .webDAV : .webDirectory),
                                                          settings: listingSettings)

@@ -42,14 +42,24 @@ struct MountRunner {
             case bucket(BucketAddress)
             /// A Subsonic music server's library, and how its user signs in.
             case subsonic(SubsonicSignIn)
+            /// An SSH server's SFTP directories, listed on one session signed in so.
+            case sftp(SFTPAddress, SSHSignIn)
         }
 
         var root: URL
         var source: Source
         var settings: ListedDirectories.Settings
 
-        /// The part that lists one directory of this source.
-        func lister(client: CurlClient, headers: [String: String], policy: FetchPolicy, logger: Logger) -> any DirectoryLister {
+        /// The SSH session an SFTP source lists and probes with (`timeout`: the longest wait on
+        /// the server); nil for the others.
+        func sftpConnection(timeout: Duration, logger: Logger) -> SFTPConnection? {
+            guard case .sftp(let address, let signIn) = source else { return nil }
+            return SFTPConnection(address: address, signIn: signIn, timeout: timeout, logger: logger)
+        }
+
+        /// The part that lists one directory of this source (`sftp`: the source's session, for an SFTP one).
+        func lister(client: CurlClient, headers: [String: String], policy: FetchPolicy, sftp: SFTPConnection?,
+                    logger: Logger) -> any DirectoryLister {
             // A web server's and a WebDAV server's listings are one document a directory.
             let download = ListingDownload(client: client, headers: headers, headersOrigin: root, policy: policy,
                                            maxEntries: settings.maxEntries, logger: logger)
@@ -62,6 +72,9 @@ struct MountRunner {
                 BucketLister(client: client, address: address, policy: policy, maxEntries: settings.maxEntries, logger: logger)
             case .subsonic(let signIn):
                 SubsonicLister(download, address: signIn.address)
+            case .sftp:
+                // `sftpConnection` makes one for every SFTP source: the session its probes share.
+                SFTPLister(connection: sftp!, maxEntries: settings.maxEntries)
             }
         }
 
@@ -76,6 +89,7 @@ struct MountRunner {
             case .webDAV: "cannot mount the WebDAV collection \(error)\(hint)"
             case .bucket(let address): "cannot mount \(MountRunner.refusal(error, of: address))"
             case .subsonic(let signIn): "cannot mount the Subsonic server \(signIn.address.displayName): \(error.reason)"
+            case .sftp: "cannot mount the SFTP directory \(error)"
             }
         }
     }
@@ -120,17 +134,20 @@ struct MountRunner {
         }
         clientConfiguration.metrics = metrics
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
+        // An SFTP mount's listings and probes go over one SSH session; its reads through `client`.
+        let sftp = listing?.sftpConnection(timeout: .seconds(clientConfiguration.stallTimeoutSeconds), logger: logger)
+        let remote: any RemoteClient = sftp.map { SFTPClient(transfers: client, connection: $0) } ?? client
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let committer = Committer()
-        let environment = FetchEnvironment(client: client, store: store, directory: directory,
+        let environment = FetchEnvironment(client: remote, store: store, directory: directory,
                                            committer: committer, policy: policy, logger: logger, metrics: metrics)
         let filesystemBox = Mutex<MountedFilesystem?>(nil)
         let shownBox = Mutex<(catalog: FileCatalog, prefetcher: Prefetcher)?>(nil)
         let directories: ListedDirectories?
         do {
             directories = try listing.map { listing in
-                try listedDirectories(listing, client: client, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
+                try listedDirectories(listing, client: client, sftp: sftp, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
                     guard let shown = shownBox.withLock({ $0 }) else { return }
                     let manifest = snapshot.manifest.addingHeaders(loader.headers, onlyOn: listing.root)
                     let indices = shown.catalog.replaceManifest(with: manifest)
@@ -147,7 +164,7 @@ struct MountRunner {
         let manifest = known.map { $0.manifest.addingHeaders(loader.headers, onlyOn: listing?.root) } ?? self.manifest
         let catalog = try FileCatalog(manifest: manifest, blockSize: blockSize, limits: cacheLimits,
                                       statedSizesAreExact: listing != nil, environment: environment)
-        let prefetcher = Prefetcher(catalog: catalog, client: client, store: store, configuration: prefetch, logger: logger)
+        let prefetcher = Prefetcher(catalog: catalog, client: remote, store: store, configuration: prefetch, logger: logger)
         shownBox.withLock { $0 = (catalog, prefetcher) }
         let refresher = directories.map { directories in
             RunningMount.ManifestRefresher(
@@ -244,7 +261,7 @@ struct MountRunner {
     /// The directories of a web directory mount, with the listings an earlier mount kept. When
     /// none is kept for the root, its listing is asked for now: a wrong URL, a page that is no
     /// listing or a refusal is said before anything is mounted.
-    private func listedDirectories(_ listing: Listing, client: CurlClient, policy: FetchPolicy, store: MetadataStore,
+    private func listedDirectories(_ listing: Listing, client: CurlClient, sftp: SFTPConnection?, policy: FetchPolicy, store: MetadataStore,
                                    committer: Committer, logger: Logger,
                                    onChange: @escaping @Sendable (ListedDirectories.Snapshot) -> Void) throws -> ListedDirectories {
         let stored: [String: StoredListing]
@@ -253,7 +270,7 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
-        let lister = listing.lister(client: client, headers: loader.headers, policy: policy, logger: logger)
+        let lister = listing.lister(client: client, headers: loader.headers, policy: policy, sftp: sftp, logger: logger)
         let directories = ListedDirectories(
             root: listing.root, lister: lister, settings: listing.settings, stored: stored, logger: logger,
             save: { url, kept in

@@ -75,6 +75,8 @@ enum MountSettings {
         .value("--profile", example: "media") { $0.bucketOptions.profile },
         .switchFlag("--no-sign-request") { $0.bucketOptions.noSignRequest },
         .value("--subsonic-layout", example: "folders") { $0.subsonicOptions.subsonicLayout == "id3" ? nil : $0.subsonicOptions.subsonicLayout },
+        .value("--identity", example: "/etc/rangefs/id_ed25519") { $0.sshOptions.identity.map(absolutePath) },
+        .value("--known-hosts", example: "/etc/rangefs/known_hosts") { $0.sshOptions.knownHosts.map(absolutePath) },
         .value("--log-level", example: "debug") { $0.logLevel },
         .switchFlag("--no-passthrough") { !$0.passthrough },
         // The background process is the mount that runs in the background: never in front.

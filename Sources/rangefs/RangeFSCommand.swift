@@ -5,7 +5,7 @@ import RangeFSCore
 struct RangeFSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rangefs",
-        abstract: "Mount web directories, WebDAV servers, S3 buckets and manifests of remote files; fetch only the bytes that are read.",
+        abstract: "Mount web directories, WebDAV servers, SSH servers (SFTP), S3 buckets, Subsonic music servers and manifests of remote files; fetch only the bytes that are read.",
         discussion: """
         Each URL in the manifest becomes a read-only file. A read asks the server for just \
         the blocks it needs (HTTP Range) and keeps them in a local cache that survives unmounts.

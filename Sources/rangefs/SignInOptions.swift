@@ -15,7 +15,7 @@ struct SignInOptions: ParsableArguments {
     @Option(help: "A user name for HTTP Basic sign-in, or a Subsonic server's user (default: the user named in the URL, as in davs://USER@HOST/). The password comes from --password-file, else (Subsonic) $RANGEFS_PASSWORD, else it is asked on the terminal; never give it on the command line.")
     var user: String?
 
-    @Option(help: "A file whose first line is the password for --user (or the URL's user).")
+    @Option(help: "A file whose first line is the password for --user (or the URL's user); for an sftp:// server, the SSH password of the address's user.")
     var passwordFile: String?
 
     @Flag(help: "Sign in to each host with its entry in ~/.netrc (machine, login, password), as curl --netrc does.")
@@ -81,17 +81,17 @@ struct SignInOptions: ParsableArguments {
         return try Self.firstLine(of: passwordFile)
     }
 
-    /// The password: the file's first line, without its line end.
-    private static func firstLine(of path: String) throws -> String {
+    /// The password (or an SSH key's passphrase, `option`): the file's first line, without its line end.
+    static func firstLine(of path: String, option: String = "--password-file") throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("--password-file \(path) cannot be read")
+            throw ValidationError("\(option) \(path) cannot be read")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ValidationError("--password-file \(path) is not UTF-8 text")
+            throw ValidationError("\(option) \(path) is not UTF-8 text")
         }
         // "\r\n" is one Character: `isNewline` ends the line at either.
         let password = String(text.prefix { !$0.isNewline })
-        guard !password.isEmpty else { throw ValidationError("--password-file \(path): its first line is empty") }
+        guard !password.isEmpty else { throw ValidationError("\(option) \(path): its first line is empty") }
         return password
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Testing
 @testable import rangefs
+import RangeFSCore
 
 /// The one list of mount settings: every flag of `rangefs mount` that is a setting has a row,
 /// and every row is a flag, an `-o` key, and arguments that hand its value to the background
@@ -12,8 +13,9 @@ struct MountSettingsTests {
 
     /// Flags of `rangefs mount` that are not settings: repeatable or secret (`--header`,
     /// `-o` itself; `--user` and `--password-file`, which become an `Authorization` header, and
-    /// `user` is mount(8)'s), the positive form of `--no-passthrough`, and the built-in help.
-    static let notSettings: Set<String> = ["--header", "-o", "--user", "--password-file", "--passthrough", "-f", "--help", "-h"]
+    /// `user` is mount(8)'s; `--passphrase-file`, read by the launching command and handed on
+    /// through a pipe), the positive form of `--no-passthrough`, and the built-in help.
+    static let notSettings: Set<String> = ["--header", "-o", "--user", "--password-file", "--passphrase-file", "--passthrough", "-f", "--help", "-h"]
 
     /// The visible flags of `rangefs mount`, as the argument parser describes them.
     static func declaredFlags() throws -> Set<String> {
@@ -169,5 +171,37 @@ struct SignInOptionsTests {
         #expect(try Self.options([]).netrcPath() == nil)
         #expect(try Self.options(["--netrc-file", file]).netrcPath() == file)
         #expect(throws: ValidationError.self) { try Self.options(["--netrc-file", "/no/such/netrc"]).netrcPath() }
+    }
+}
+
+/// `--identity`, `--passphrase-file`, `--known-hosts` and `--password-file` for an `sftp://`
+/// mount: the sign-in they make, and the secrets handed to the background mount on its pipe.
+@Suite("SSH sign-in options")
+struct SSHOptionsTests {
+    private let address = try! SFTPAddress.parse("sftp://me@127.0.0.1:2222/srv/", localUser: "local")!
+
+    @Test("the key, its passphrase from the file, the password and the known-hosts file are taken; nothing is asked")
+    func fromFiles() throws {
+        let passphrase = try SignInOptionsTests.passwordFile("phrase one\n")
+        let password = try SignInOptionsTests.passwordFile("word two\n")
+        defer {
+            try? FileManager.default.removeItem(atPath: passphrase)
+            try? FileManager.default.removeItem(atPath: password)
+        }
+        let options = try SSHOptions.parse(["--identity", passphrase, "--passphrase-file", passphrase, "--known-hosts", "/kh"])
+        let signIn = try options.signIn(for: address, passwordFile: password, ask: { _ in Issue.record("asked"); return nil })
+        #expect(signIn.user == "me" && signIn.keyFile == passphrase && signIn.knownHostsFile == "/kh")
+        #expect(signIn.passphrase == "phrase one" && signIn.password == "word two")
+    }
+
+    @Test("the secrets go to the background mount and come back whole; none, no pipe")
+    func secretsRoundTrip() throws {
+        let given = SSHSignIn(user: "me", agentSocket: nil, keyFile: "/k", passphrase: "a \"quoted\"\nphrase", password: "p:w",
+                              knownHostsFile: "/kh")
+        let text = try #require(SSHOptions.secretsText(of: given))
+        var taken = SSHSignIn(user: "me", agentSocket: nil, keyFile: "/k", knownHostsFile: "/kh")
+        SSHOptions.takeSecrets(text, into: &taken)
+        #expect(taken.passphrase == given.passphrase && taken.password == given.password)
+        #expect(SSHOptions.secretsText(of: SSHSignIn(user: "me", agentSocket: nil, keyFile: nil, knownHostsFile: "/kh")) == nil)
     }
 }

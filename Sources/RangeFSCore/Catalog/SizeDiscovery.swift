@@ -92,8 +92,11 @@ final class SizeDiscovery: Sendable {
                 }
                 if let size = entry.size, entry.mirrors.isEmpty, mayTrustStatedSize(of: key) {
                     guard FileSizeLimit.accepts(size) else { return .tooLarge(size) }
-                    // No probe: the first range request goes out now and its reply names the version.
-                    let record = newRecord(url: key, size: size, validator: RemoteValidator(etag: nil, lastModified: nil),
+                    // No probe: the first range request goes out now and its reply names the version
+                    // (an SFTP listing's time is the version already: each read checks it).
+                    let stated = SFTPVersion.isSFTP(entry.url) ? SFTPVersion.validator(modified: entry.modified)
+                        : RemoteValidator(etag: nil, lastModified: nil)
+                    let record = newRecord(url: key, size: size, validator: stated,
                                            modified: entry.modified, location: nil)
                     guard let file = makeFile(record, entry) else { return .unmounting }
                     remember(record)

@@ -37,6 +37,9 @@ public final class CurlClient: RemoteClient {
         public var metrics = MountMetrics()
         /// What the server needs beyond plain HTTP (an S3 bucket's signatures); nil for a web server.
         public var dialect: (any ServerDialect)?
+        /// How an SFTP mount's `sftp://` transfers sign in; nil for every other mount, whose
+        /// transfers may then reach http and https alone.
+        public var ssh: SSHSignIn?
 
         public init() {}
     }

@@ -27,7 +27,9 @@ extension CurlTransfer {
             return AskedRequest(url: url, method: "GET", callerHeaders: headers, ownHeaders: [:])
         case .range(let request, _, _):
             var own: [String: String] = [:]
-            if !request.wholeBody {
+            if SFTPVersion.isSFTP(request.url) {
+                setSFTPRange(of: request, on: easy)
+            } else if !request.wholeBody {
                 rangefs_easy_setopt_string(easy, CURLOPT_RANGE, "\(request.range.lowerBound)-\(request.range.upperBound - 1)")
                 if let condition = request.conditionHeader(configuration.dialect?.rangeCondition ?? .ifRange) {
                     own[condition.name] = condition.value
@@ -54,7 +56,9 @@ extension CurlTransfer {
     }
 
     static func setConnectionRules(on easy: UnsafeMutableRawPointer, configuration: CurlClient.Configuration) {
-        rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        // An SFTP mount's transfers go to its SSH server alone, signed in as its listings are.
+        rangefs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, configuration.ssh == nil ? "http,https" : "sftp")
+        configuration.ssh?.apply(to: easy)
         // libcurl would send custom headers to wherever a redirect leads: redirects are
         // followed here instead, one hop at a time (`RedirectHop`).
         rangefs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)

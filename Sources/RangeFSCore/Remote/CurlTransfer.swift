@@ -270,6 +270,8 @@ final class CurlTransfer {
             case .failure(let error):
                 verdict = error
             }
+        case .range(let request, _, _) where SFTPVersion.isSFTP(requestURL):
+            verdict = sftpVerdict(request)
         case .range(let request, _, _):
             verdict = ResponseCheck.range(reply, for: request, condition: dialect?.rangeCondition ?? .ifRange)
                 ?? request.versionCheck?(RemoteFileInfo(size: request.expectedSize, validator: reply.validator,
@@ -354,6 +356,8 @@ final class CurlTransfer {
                 completion(.failure(failure))
             } else if curlResult != CURLE_OK {
                 completion(.failure(transportError(curlResult)))
+            } else if SFTPVersion.isSFTP(requestURL), let short = SFTPReadCheck.afterBody(request, delivered: storedBytes) {
+                completion(.failure(short))
             } else if storedBytes != UInt64(request.range.count) {
                 completion(.failure(.protocolViolation("short body: \(storedBytes) of \(request.range.count) bytes")))
             } else {
@@ -383,6 +387,7 @@ final class CurlTransfer {
     private func transportError(_ code: CURLcode) -> RemoteError {
         let detail = String(cString: errorBuffer)
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        if SFTPVersion.isSFTP(requestURL), let failure = Self.sftpFailure(code, message: message) { return failure }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return .transport("stalled or timed out (\(message))")
