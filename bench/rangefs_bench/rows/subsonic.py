@@ -50,7 +50,8 @@ def rows_subsonic(ctx, link):
     ls = Row(f"subsonic-ls-{link}", f"Subsonic: mount, then ls -laR of a {what} ({link})", "ms", "lower",
              "the Subsonic calls of that tree with curl (one process)", link,
              note="Supysonic behind the latency proxy; from the start of the mount command to the end of ls -laR, "
-                  "cache empty. The baseline fetches getArtists, each getArtist and each getAlbum in one curl.")
+                  "cache empty. The baseline fetches getArtists, each getArtist and each getAlbum in one curl. "
+                  "httpdirfs one run each in every row.")
     again = Row(f"subsonic-ls-again-{link}", f"Subsonic: the same after a remount on the same cache ({link})", "ms",
                 "lower", "the Subsonic calls of that tree with curl (one process)", link)
     scans = [("tags", "mutagen-inspect", lambda f: ["mutagen-inspect", f], mutagen_output),

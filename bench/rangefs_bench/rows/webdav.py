@@ -57,7 +57,7 @@ def rows_webdav(ctx, link):
     ls = Row(f"webdav-ls-{link}", f"WebDAV: mount, then ls -la of a {WEB_WIDE:,}-file collection ({link})", "ms",
              "lower", "curl of that collection's PROPFIND (Depth: 1)", link,
              note="Apache mod_dav behind the latency proxy; from the start of the mount command to the end of "
-                  "ls -la, cache empty.")
+                  "ls -la, cache empty. davfs2 and rclone one run each in every row.")
     again = Row(f"webdav-ls-again-{link}", f"WebDAV: the same after a remount on the same cache ({link})", "ms",
                 "lower", "curl of that collection's PROPFIND (Depth: 1)", link)
     size = ctx.size(SLOW_SEQ)
@@ -68,7 +68,7 @@ def rows_webdav(ctx, link):
     first = Row(f"webdav-first-{link}", f"WebDAV: first 4 KiB at {WEBDAV_OFFSET // MiB} MiB of a cold "
                 f"{ctx.size(MID) // MiB} MiB file ({link})", "ms", "lower", "curl of that range", link,
                 note="stat, open and a 4 KiB pread on a fresh mount and cache (mount time not counted); "
-                     "the bytes compared with the original.")
+                     "the bytes compared with the original. davfs2 downloads a file whole when it is opened.")
     rows = [ls, again, cold, first]
     try:
         base = start(ctx, "webdav", tls)
