@@ -111,6 +111,7 @@ class Context:
         self.available = {}
         self.buckets = {}         # link -> set by start_bucket: endpoint, python, the big object's sha256
         self.sources = {}         # (webdav|subsonic, tls) -> its latency proxy's URL (sources.start)
+                                  # (webdav|subsonic, "server") -> its server's port, once started
         self.tls_front = None     # the nginx in front of those servers' https twins
         # Set by main for each run of a group: RangeFS's --prefetch, and whether rclone, httpdirfs
         # and aria2c are measured (in the run with the defaults only).

@@ -25,8 +25,11 @@ def start(ctx, what, tls):
         return ctx.sources[key]
     port, proxy_port = {"webdav": (WEBDAV_PORT, WEBDAV_PROXY_PORT),
                         "subsonic": (SUBSONIC_PORT, SUBSONIC_PROXY_PORT)}[what]
-    if (what, False) not in ctx.sources and not port_open(port):
+    if (what, "server") not in ctx.sources:
+        if port_open(port):
+            raise BenchError(f"something already listens on 127.0.0.1:{port}")
         (start_apache if what == "webdav" else start_supysonic)(ctx, port)
+        ctx.sources[(what, "server")] = port
     if tls:
         start_tls_front(ctx)
     front, listen = twin_port(port, tls), twin_port(proxy_port, tls)
