@@ -5,7 +5,10 @@
 # nginx as mirrors for the mirror rows), each server also over https (TLS and HTTP/2 with a
 # throwaway CA made for the run: the -tls links), measures RangeFS against curl, the local disk, the AWS
 # CLI and boto3, aria2c, rclone and httpdirfs, prints a table and rewrites docs/benchmarks.md
-# and docs/benchmarks.png.
+# and docs/benchmarks.png. The webdav group mounts its own Apache mod_dav (beside davfs2 and
+# rclone's webdav remote), the subsonic group its own Supysonic (beside httpdirfs's sonic mode),
+# each behind the slow link's latency and pacing, and an nginx TLS front as its https twin:
+#   bench/run.sh --only webdav,subsonic --links slow,slow-tls
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow,plain-tls,slow-tls] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -49,8 +52,9 @@ trap 'exit 130' INT TERM HUP
 # The project's own dependencies, among them boto3 and moto[server] (pip, for the python3 on
 # PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
-# python3-mutagen: mutagen-inspect, the tag reader of the library rows.
-bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-mutagen python3-matplotlib openssl coreutils)
+# python3-mutagen: mutagen-inspect, the tag reader of the library rows. davfs2: the WebDAV rows'
+# kernel-mounted client (Apache and Supysonic, their servers, come with scripts/install-deps.sh).
+bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-mutagen python3-matplotlib openssl coreutils davfs2)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -59,7 +63,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "bench: installing ${missing[*]}"
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
     for pkg in "${missing[@]}"; do
-        # One at a time: a package this Debian lacks (rclone, httpdirfs) only costs its column
+        # One at a time: a package this Debian lacks (rclone, httpdirfs, davfs2) only costs its column
         # (without awscli the bucket read's baseline is boto3's download_file).
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
             || echo "bench: could not install $pkg; its rows will say n/a" >&2

@@ -4,10 +4,11 @@ Where things are:
 - config: paths, ports, the files and sizes each group reads.
 - process: commands under a timeout, BenchError, the log.
 - context: Context (the run's state), Mount and `with mounted(...)`.
-- data: generating bench/data once, and the RangeFS manifests.
+- data: generating bench/data once (the Subsonic library too), and the RangeFS manifests.
 - tls: the https twins' link names and ports, the run's throwaway CA and certificate.
 - servers: nginx, the latency proxies, the mirrors (each with its https twin), LogMark (nginx's access log).
 - bucket_server: moto's S3 server and its bucket (and their https twin), MotoMark.
+- sources: the WebDAV (Apache mod_dav) and Subsonic (Supysonic) servers, their TLS front and proxies.
 - results: Row, the merge of the --prefetch none figures, measure_cell.
 - primitives: the measurements rows share (timed reads, curl, fio, Range GETs).
 - rows: one module per group or family of groups, each returning its Rows.

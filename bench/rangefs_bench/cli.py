@@ -11,9 +11,9 @@ import time
 import traceback
 
 from .config import BENCH, DATA, DOCS, PLAIN_PORT, PROXY_PORT, SLOW_PORT
-from .process import Interrupted, log
+from .process import BenchError, Interrupted, log
 from .context import Context, clear_stale_mounts
-from .data import ensure_library, ensure_stream_file, ensure_web_tree, generate_data, write_manifests
+from .data import ensure_library, ensure_sonic_library, ensure_stream_file, ensure_web_tree, generate_data, write_manifests
 from .servers import rate_text, start_servers
 from .results import Row, merge_none_policy, name_https_rows
 from .rows.reads import row_cold_sequential, row_cpu, row_parallel, row_rss_sparse, row_ttfb, rows_warm
@@ -24,21 +24,24 @@ from .rows.prefetch import row_prefetch
 from .rows.library import rows_library
 from .rows.bucket import rows_bucket
 from .rows.mirrors import rows_mirrors
+from .rows.webdav import rows_webdav
+from .rows.subsonic import rows_subsonic
 from .report import machine_info, print_table, write_markdown
 from .chart import write_chart
 from .tls import base_link, is_tls, twin_link
 
 
 GROUPS = ["cold", "cpu", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many",
-          "web", "library", "bucket", "mirrors"]
+          "web", "library", "bucket", "mirrors", "webdav", "subsonic"]
 # The links --links names: each and its https twin (plain-tls: nginx's TLS and HTTP/2 port).
 LINKS = ("plain", "slow", "plain-tls", "slow-tls")
 # Groups that run with the plain link (and with plain-tls, over https): "stream" on its own link
 # (stream, stream-tls); "bucket" on its own server, moto (bucket, bucket-tls), which the slow link's
 # nginx does not front; "mirrors" on its own three nginx (or their https twins).
 PLAIN_ONLY = {"cpu", "warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
-# A library's first scan is a question for the distant link.
-SLOW_ONLY = {"library"}
+# A library's first scan is a question for the distant link; so are the WebDAV and Subsonic servers
+# (their own servers, each behind a latency proxy as the slow link's nginx, and an https twin).
+SLOW_ONLY = {"library", "webdav", "subsonic"}
 
 
 def runs_on(group, link):
@@ -47,11 +50,14 @@ def runs_on(group, link):
 
 
 def check_tools(ctx):
-    for system, tool in (("rangefs", ctx.rangefs), ("rclone", "rclone"), ("httpdirfs", "httpdirfs")):
+    for system, tool in (("rangefs", ctx.rangefs), ("rclone", "rclone"), ("httpdirfs", "httpdirfs"),
+                         ("davfs2", "mount.davfs")):
         found = shutil.which(tool) or (os.path.isfile(tool) and os.access(tool, os.X_OK))
         ctx.available[system] = bool(found)
         if not found:
             ctx.available[system + "_why"] = f"{tool} is not installed"
+    if ctx.available["davfs2"] and os.getuid() != 0:
+        ctx.available.update(davfs2=False, davfs2_why="mount.davfs is run as root here, and this run is not")
     if not os.path.exists("/dev/fuse"):
         raise SystemExit("bench: /dev/fuse is missing; nothing can be mounted here")
     for tool in ("fio", "ffprobe", "mpg123", "sox", "curl", "openssl", "/usr/sbin/nginx"):
@@ -122,6 +128,11 @@ def main():
         ensure_web_tree()
         if "library" in groups:
             ensure_library()
+        if "subsonic" in groups:
+            try:
+                ensure_sonic_library()
+            except BenchError as error:     # only the subsonic rows need it; they fail on their own
+                ctx.notes.append(f"The Subsonic library could not be made: {error}.")
         ctx.tls.make()
         write_manifests(ctx)
         start_servers(ctx)
@@ -145,6 +156,8 @@ def main():
             "bucket": lambda l: rows_bucket(ctx, twin_link("bucket", is_tls(l))),
             "stream": lambda l: rows_streaming(ctx, twin_link("stream", is_tls(l))),
             "mirrors": lambda l: rows_mirrors(ctx, l),
+            "webdav": lambda l: rows_webdav(ctx, l),
+            "subsonic": lambda l: rows_subsonic(ctx, l),
         }
         # Each group on each link with RangeFS's defaults first (with the other tools), then at once,
         # unless one policy was asked for, the same group with RangeFS alone and --prefetch none: what

@@ -53,3 +53,15 @@ MIRROR_READ_TIMEOUT = 300       # s; one mirror alone serves the file in about 1
 # each mirror, moto) listens TLS_PORT_OFFSET above it, and its link is named with TLS_SUFFIX
 # ("plain-tls" is the https twin of "plain").
 TLS_PORT_OFFSET, TLS_SUFFIX = 100, "-tls"
+# The WebDAV rows: Apache's mod_dav serving bench/data/www under /dav/, behind a latency proxy
+# as the slow link's nginx is; the Subsonic rows: Supysonic (on waitress) serving SONIC_ROOT,
+# behind its own. Clients use the proxies; each server's https twin is an nginx TLS and HTTP/2
+# front TLS_PORT_OFFSET above it, with its proxy TLS_PORT_OFFSET above the plain one.
+WEBDAV_PORT, WEBDAV_PROXY_PORT = 18486, 18487
+SUBSONIC_PORT, SUBSONIC_PROXY_PORT = 18488, 18489
+SUBSONIC_USER, SUBSONIC_PASSWORD = "bench", "bench-sonic-password"
+# The Subsonic library: 20 albums (artists x albums) of tracks remuxed, with new tags, from the
+# music library's MP3s (made on first use; a new SONIC_VERSION makes it again).
+SONIC_ROOT, SONIC_VERSION = DATA / "sonic", "v1"
+SONIC_ALBUMS, SONIC_TRACKS = 4, 3               # per artist of LIBRARY_ARTISTS: 20 albums, 60 MP3s
+WEBDAV_OFFSET = 48 * MiB                        # the first-bytes row's offset in MID

@@ -110,6 +110,9 @@ class Context:
         self.tls = Certificates(self.work / "tls")     # made by main once per run
         self.available = {}
         self.buckets = {}         # link -> set by start_bucket: endpoint, python, the big object's sha256
+        self.sources = {}         # (webdav|subsonic, tls) -> its latency proxy's URL (sources.start)
+                                  # (webdav|subsonic, "server") -> its server's port, once started
+        self.tls_front = None     # the nginx in front of those servers' https twins
         # Set by main for each run of a group: RangeFS's --prefetch, and whether rclone, httpdirfs
         # and aria2c are measured (in the run with the defaults only).
         self.policy = "all"
@@ -160,12 +163,13 @@ class Context:
 
     # -- mounting
     def mount(self, system, link, prefetch=None, manifest="main", cache=None, listing=False, source=None,
-              directory=""):
+              directory="", command=None):
         """`listing=True` mounts RangeFS on the web directory (nginx's autoindex) as rclone and
         httpdirfs always do, instead of on a manifest; `source` mounts RangeFS on that file. The
         link "bucket" mounts the S3 bucket that start_bucket put on moto's server. `directory`
         ("library/") mounts that directory of the web tree instead of its root. On an https link
-        ("plain-tls", "bucket-tls") each system trusts the run's CA by its own option."""
+        ("plain-tls", "bucket-tls") each system trusts the run's CA by its own option. `command(mnt, cache)`,
+        when given, returns the mount command and its environment instead (the WebDAV and Subsonic rows')."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")
@@ -177,8 +181,10 @@ class Context:
         if system == "rangefs":
             # The group run's policy (see main), unless the row is about one policy (the prefetcher's).
             prefetch = prefetch or self.policy
-        trust = self.trust_options(system) if is_tls(link) else []
-        if base_link(link) == "bucket":
+        trust = self.trust_options(system) if is_tls(link) and not command else []
+        if command:
+            cmd, env = command(mnt, cache)
+        elif base_link(link) == "bucket":
             cmd, env = bucket_mount_command(self, system, link, mnt, cache, prefetch)
         elif system == "rangefs":
             source = str(source) if source else web if listing else str(self.manifest(link, manifest))
@@ -221,6 +227,8 @@ class Context:
             try:
                 if system == "rangefs":
                     run([self.rangefs, "unmount", mnt, "--timeout", "60"], 90)
+                elif system == "davfs2":
+                    run(["umount", mnt], 90)     # mount.davfs then writes its cache's index and exits
                 else:
                     run(["fusermount3", "-u", mnt], 30)
             except BenchError as error:

@@ -11,7 +11,8 @@ from pathlib import Path
 from .config import (
     BIG, BUCKET_BIG_SIZE, CLIP, DATA, DATA_VERSION, FLAC, LIBRARY, LIBRARY_ALBUMS, LIBRARY_ARTISTS,
     LIBRARY_BODIES, LIBRARY_TRACKS, LIBRARY_VERSION, MANY_DIRS, MANY_FLAT, MANY_PER_DIR, MID,
-    MIRROR_FILE, MIRROR_ROOT, MIRROR_SIZE, MiB, PAR, ROOT, SLOW_SEQ, SONG, SPARSE, STREAM, WAV,
+    MIRROR_FILE, MIRROR_ROOT, MIRROR_SIZE, MiB, PAR, ROOT, SLOW_SEQ, SONG, SONIC_ALBUMS, SONIC_ROOT,
+    SONIC_TRACKS, SONIC_VERSION, SPARSE, STREAM, WAV,
     WEB_DIRS, WEB_PER_DIR, WEB_WIDE, WWW
 )
 from .process import log, run
@@ -217,3 +218,54 @@ def ensure_bucket_object():
                 f.write(os.urandom(4 * MiB))
         digest.write_text(sha256_file(path) + "\n")
     return path, digest.read_text().strip()
+
+
+def sonic_names():
+    """(artist, album, year, [(track, title)...]) of each album of the Subsonic library: every
+    title unique, so that a track can be found by its title under any server's layout."""
+    words = ("Amber", "Bridges", "Cinder", "Dunes", "Ember", "Fathom", "Granite", "Halcyon", "Inlet", "Juniper",
+             "Kestrel", "Lantern", "Meridian", "Nettle", "Onyx", "Pylon", "Quarry", "Rook", "Sable", "Tundra")
+    rng = random.Random(23)
+    albums, number = [], 0
+    for a, artist in enumerate(LIBRARY_ARTISTS):
+        for b in range(SONIC_ALBUMS):
+            album = " ".join(rng.sample(words, 2)) + f" {a * SONIC_ALBUMS + b + 1}"
+            tracks = []
+            for track in range(1, SONIC_TRACKS + 1):
+                number += 1
+                tracks.append((track, f"{rng.choice(words)} No {number}"))
+            albums.append((artist, album, 1980 + a * SONIC_ALBUMS + b, tracks))
+    return albums
+
+
+def sonic_tracks():
+    """The Subsonic library's MP3s, by their paths under SONIC_ROOT, with their titles."""
+    return [(f"{artist}/{album}/{track:02d} {title}.mp3", title)
+            for artist, album, _, tracks in sonic_names() for track, title in tracks]
+
+
+def ensure_sonic_library():
+    """The Subsonic rows' library, made the first time it is missing: 20 albums of MP3s whose
+    audio and cover are the music library's (muxed with -c copy, no encoding) with tags of their
+    own (title, artist, album, track, year), so that Supysonic lists 20 albums."""
+    marker = SONIC_ROOT / f".complete-{SONIC_VERSION}"
+    if marker.exists():
+        return
+    ensure_library()
+    log("generating sonic/ (once)")
+    shutil.rmtree(SONIC_ROOT, ignore_errors=True)
+    sources = sorted((WWW / LIBRARY).rglob("*.mp3"))
+    ff = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
+    index = 0
+    for artist, album, year, tracks in sonic_names():
+        for track, title in tracks:
+            path = SONIC_ROOT / artist / album / f"{track:02d} {title}.mp3"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            run(ff + ["-i", str(sources[(index * 7) % len(sources)]), "-map", "0", "-map_metadata", "-1",
+                      "-c", "copy", "-id3v2_version", "3", "-metadata", f"title={title}", "-metadata", f"artist={artist}",
+                      "-metadata", f"album={album}", "-metadata", f"track={track}/{SONIC_TRACKS}",
+                      "-metadata", f"date={year}", "-metadata:s:v", "title=Album cover",
+                      "-metadata:s:v", "comment=Cover (front)", str(path)], 120)
+            index += 1
+    run(["chmod", "-R", "a+rX", str(SONIC_ROOT)], 60)
+    marker.write_text("ok\n")

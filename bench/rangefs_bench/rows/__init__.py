@@ -9,4 +9,6 @@ returns the Rows it measured, with RangeFS mounted with the Context's policy.
 - library: library
 - bucket: bucket
 - mirrors: mirrors
+- webdav: webdav
+- subsonic: subsonic
 """
