@@ -405,8 +405,7 @@ struct FaultServerSelfTests {
         server.inject(.stall(afterBodyBytes: 10, for: .seconds(60)))
         let client = try BackgroundCommand(["curl", "-sS", "--noproxy", "*", "-o", "/dev/null",
                                             server.url("data.bin").absoluteString])
-        let deadline = Date().addingTimeInterval(10)
-        while server.requests.first?.bodyBytesSent != 10 && Date() < deadline { usleep(10_000) }
+        Poll.until(seconds: 10, every: 0.01) { server.requests.first?.bodyBytesSent == 10 }
         let clock = ContinuousClock()
         let stopped = clock.measure { #expect(server.stop()) }
         #expect(stopped < .seconds(2), "stop took \(stopped)")

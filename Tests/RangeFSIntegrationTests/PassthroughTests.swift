@@ -91,9 +91,9 @@ extension RangeFSIntegrationTests {
         alongside.close()
         // The kernel reports a closed handle a little after close() returns.
         var sum = SHA256.of(path).hash
-        for _ in 0..<20 where sum != newSum {
-            usleep(100_000)
+        Poll.until(seconds: 2, every: 0.1) {
             sum = SHA256.of(path).hash
+            return sum == newSum
         }
         #expect(sum == newSum, "sha256sum after every handle closed reads the new version")
         Check.succeeded(mount.unmount(), "rangefs unmount", mount: mount)

@@ -65,9 +65,10 @@ extension RangeFSIntegrationTests {
     /// mount that a reader closed its file a little after the reader has exited.
     static func evictWhenClosed(_ mount: Mount, _ paths: [String]) -> CommandResult {
         var result = mount.rangefs("evict", paths)
-        for _ in 0..<10 where result.succeeded && result.stdout.contains("except") {
-            usleep(200_000)
+        Poll.until(seconds: 2, every: 0.2) {
+            guard result.succeeded && result.stdout.contains("except") else { return true }
             result = mount.rangefs("evict", paths)
+            return false
         }
         return result
     }

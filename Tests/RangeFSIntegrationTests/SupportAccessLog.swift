@@ -135,18 +135,16 @@ struct AccessLog: Sendable {
     /// Waits until the log has not grown for `quiet` seconds (at most `timeout` seconds):
     /// nginx writes a line only when a request ends, a moment after the client saw its data.
     func waitUntilQuiet(quiet: Double = 0.3, timeout: Double = 5) {
-        let deadline = Date().addingTimeInterval(timeout)
         var last = size()
         var stableSince = Date()
-        while Date() < deadline {
-            usleep(50_000)
+        Poll.until(seconds: timeout, every: 0.05) {
             let now = size()
             if now != last {
                 last = now
                 stableSince = Date()
-            } else if Date().timeIntervalSince(stableSince) >= quiet {
-                return
+                return false
             }
+            return Date().timeIntervalSince(stableSince) >= quiet
         }
     }
 

@@ -122,9 +122,7 @@ final class Mount {
             throw HarnessError("rangefs mount failed:\n\(r)\ndaemon log:\n\(logTail())")
         }
         // The contract says mount returns once mounted; allow a short grace anyway.
-        let deadline = Date().addingTimeInterval(5)
-        while !isMounted && Date() < deadline { usleep(50_000) }
-        guard isMounted else {
+        guard Poll.until(seconds: 5, every: 0.05, { isMounted }) else {
             throw HarnessError("rangefs mount exited 0 but \(mountpoint) is not in /proc/self/mountinfo\n\(r)\ndaemon log:\n\(logTail())")
         }
     }

@@ -61,12 +61,8 @@ final class NginxServer {
             try config(prefix, port).write(to: conf, atomically: true, encoding: .utf8)
             let child = try BackgroundCommand([Self.binary, "-c", conf.path, "-p", prefix.path + "/",
                                                "-e", prefix.appendingPathComponent("error.log").path])
-            let deadline = Date().addingTimeInterval(startTimeout)
-            var up = false
-            while Date() < deadline && child.isRunning {
-                if FreePort.answers(port) { up = true; break }
-                usleep(25_000)
-            }
+            let up = Poll.until(seconds: startTimeout, every: 0.025) { !child.isRunning || FreePort.answers(port) }
+                && FreePort.answers(port)
             if up {
                 self.prefix = prefix
                 self.port = port

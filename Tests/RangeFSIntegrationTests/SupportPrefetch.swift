@@ -55,14 +55,13 @@ extension Mount {
     /// seconds pass; returns the last status and whether the condition held.
     func waitForStatus(timeout: Double, interval: Double = 0.2,
                        _ condition: (StatusSnapshot) -> Bool) throws -> (status: StatusSnapshot, met: Bool) {
-        let deadline = Date().addingTimeInterval(timeout)
         var last = try statusSnapshot()
-        while !condition(last) {
-            if Date() > deadline { return (last, false) }
-            usleep(UInt32(interval * 1_000_000))
+        let met = try Poll.until(seconds: timeout, every: interval) {
+            if condition(last) { return true }
             last = try statusSnapshot()
+            return condition(last)
         }
-        return (last, true)
+        return (last, met)
     }
 
     /// The `complete: URL (N bytes)` lines of the daemon log.

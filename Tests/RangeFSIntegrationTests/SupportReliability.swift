@@ -173,15 +173,11 @@ extension Mount {
     /// Polls `condition` on the status until it holds or `timeout` passes.
     @discardableResult
     func waitForStatus(timeout: Double, _ condition: (MountStatus) -> Bool) -> MountStatus? {
-        let deadline = Date().addingTimeInterval(timeout)
         var last: MountStatus?
-        repeat {
-            if let status = status().status {
-                last = status
-                if condition(status) { return status }
-            }
-            usleep(200_000)
-        } while Date() < deadline
+        Poll.until(seconds: timeout, every: 0.2) {
+            last = status().status ?? last
+            return last.map(condition) ?? false
+        }
         return last
     }
 
@@ -336,8 +332,7 @@ final class TLSNginx {
                 """
             try conf.write(toFile: "\(p)/nginx.conf", atomically: true, encoding: .utf8)
             let child = try BackgroundCommand([NginxServer.binary, "-c", "\(p)/nginx.conf", "-p", p + "/", "-e", "\(p)/error.log"])
-            let deadline = Date().addingTimeInterval(15)
-            while Date() < deadline && child.isRunning && !FreePort.answers(port) { usleep(25_000) }
+            Poll.until(seconds: 15, every: 0.025) { !child.isRunning || FreePort.answers(port) }
             if FreePort.answers(port) {
                 self.port = port
                 self.child = child

@@ -153,12 +153,7 @@ extension ProcessInfo {
     /// Polls until `pid` is gone; true if it went within `seconds`.
     @discardableResult
     static func waitForExit(_ pid: Int32, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while isAlive(pid) {
-            if Date() > deadline { return false }
-            usleep(20_000)
-        }
-        return true
+        Poll.until(seconds: seconds) { !isAlive(pid) }
     }
 }
 

@@ -233,12 +233,7 @@ private struct SystemMountSetup {
     }
 
     static func waitUntilUnmounted(_ mountpoint: String, seconds: Double = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while MountTable.isMounted(mountpoint) {
-            if Date() > deadline { return false }
-            usleep(50_000)
-        }
-        return true
+        Poll.until(seconds: seconds, every: 0.05) { !MountTable.isMounted(mountpoint) }
     }
 
     /// The `rangefs` that mount(8)'s helpers would run (first on the shell's standard path),
