@@ -306,37 +306,8 @@ struct MountCommand: ParsableCommand {
         let mountOptions = options.flatMap { $0.split(separator: ",").map(String.init) }
 
         if startsBackgroundMount {
-            var privateInputs: [BackgroundLaunch.PrivateInput] = []
-            var arguments = ["mount"]
-            switch loader.location {
-            case .file(let path):
-                arguments += [path, mountPath]
-            case .remote where bucket != nil || sftp != nil:
-                arguments += [manifest, mountPath]
-            case .remote where subsonic != nil:
-                // The user as found here (--user or the address's); the password on a pipe.
-                arguments += [manifest, mountPath, "--user", subsonic!.user, "--password-fd", "6"]
-                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 6, text: subsonic!.password))
-            case .remote(let url):
-                let shown = Self.shownOnCommandLine(url)
-                arguments += [shown, mountPath]
-                if shown != url.absoluteString {
-                    privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 5, text: url.absoluteString))
-                    arguments += ["--manifest-fd", "5"]
-                }
-            }
-            arguments += MountSettings.backgroundArguments(of: self) + ["--ready-fd", "3"]
-            for option in mountOptions { arguments += ["-o", option] }
-            if let secrets = sftp.flatMap({ SSHOptions.secretsText(of: $0.signIn) }) {
-                arguments += ["--ssh-secrets-fd", "7"]
-                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 7, text: secrets))
-            }
-            if !loader.headers.isEmpty {
-                arguments += ["--header-fd", "4"]
-                privateInputs.append(BackgroundLaunch.PrivateInput(descriptor: 4, text: HeaderArguments.lines(loader.headers)))
-            }
-            try BackgroundLaunch.start(arguments: arguments, readyDescriptor: 3, privateInputs: privateInputs)
-            return
+            return try startBackgroundMount(loader: loader, mountPath: mountPath, mountOptions: mountOptions,
+                                            sftp: sftp, bucket: bucket, subsonic: subsonic)
         }
         guard let loaded else { preconditionFailure("a mount served by this process has read its manifest") }
         var prefetchConfiguration = Prefetcher.Configuration()
@@ -449,14 +420,5 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw CommandFailure("\(error)")
         }
-    }
-
-    /// The manifest URL as `ps` may show it: without credentials or query.
-    static func shownOnCommandLine(_ url: URL) -> String {
-        var shown = url.redactedForDisplay
-        if url.query != nil, let question = shown.firstIndex(of: "?") {
-            shown = String(shown[..<question]) + "?***"
-        }
-        return shown
     }
 }
