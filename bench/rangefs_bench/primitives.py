@@ -33,12 +33,29 @@ def verify(ctx, path, rel, timeout=600):
         raise BenchError(f"WRONG BYTES: sha256 of {path} differs from the original")
 
 
-def curl_seconds(ctx, link, rel, timeout=600):
-    seconds, result = timed(ctx.curl(link) + ["-o", "/dev/null", "-w", "%{size_download}", ctx.url(link, rel)],
+def curl_seconds(ctx, link, rel, timeout=600, out="/dev/null"):
+    seconds, result = timed(ctx.curl(link) + ["-o", str(out), "-w", "%{size_download}", ctx.url(link, rel)],
                             timeout)
     if int(float(result.stdout.strip() or 0)) != ctx.size(rel):
         raise BenchError(f"curl fetched {result.stdout} bytes of {rel}")
     return seconds
+
+
+def disk_output(ctx, name):
+    """A file for a baseline's download on the disk the mounts' caches live on (a filesystem that
+    keeps what it reads writes every byte once: `curl -o FILE` is the fair baseline, `-o /dev/null`
+    the link's ceiling)."""
+    folder = ctx.work / "cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"baseline-{name}.out"
+
+
+def curl_to_disk_seconds(ctx, link, rel, name="curl", timeout=600):
+    out = disk_output(ctx, name)
+    try:
+        return curl_seconds(ctx, link, rel, timeout, out)
+    finally:
+        out.unlink(missing_ok=True)
 
 
 def curl_verify(ctx, link, rel, timeout=600):

@@ -15,7 +15,8 @@ from ..servers import LogMark
 from ..results import Row, measure_cell, measure_cells
 from ..tls import base_link
 from ..primitives import (
-    curl_seconds, curl_verify, original_bytes, rangefs_data_file, read_all, systems, timed_pread, verify
+    curl_seconds, curl_to_disk_seconds, curl_verify, disk_output, original_bytes, rangefs_data_file, read_all,
+    systems, timed_pread, verify
 )
 
 
@@ -23,12 +24,14 @@ def row_cold_sequential(ctx, link):
     rel = BIG if base_link(link) == "plain" else SLOW_SEQ
     mib = ctx.size(rel) // MiB
     row = Row(f"cold-seq-{link}", f"Cold sequential read, {mib} MiB ({link})", "MB/s", "higher",
-              "curl -o /dev/null", link, ("ratio>=", 0.90), "≥ 0.90× curl")
+              "curl -o FILE on the cache's disk", link, ("ratio>=", 0.90), "≥ 0.90× curl -o FILE")
     n = ctx.args.repeats
 
     def baseline():
-        times = [curl_seconds(ctx, link, rel) for _ in range(n)]
+        ceiling = statistics.median(curl_seconds(ctx, link, rel) for _ in range(n))
+        times = [curl_to_disk_seconds(ctx, link, rel) for _ in range(n)]
         curl_verify(ctx, link, rel)
+        row.note += f" curl -o /dev/null (the link's ceiling): {ctx.size(rel) / ceiling / 1e6:,.0f} MB/s."
         return ctx.size(rel) / median(times) / 1e6
 
     def system(name):
@@ -130,8 +133,11 @@ def measure_disk(ctx, path, size, n):
 
 def row_ttfb(ctx, link):
     rel, n = BIG, ctx.args.repeats
+    # On plain loopback the target is absolute: a ratio to one range request of a curl process that
+    # needs no stat, no FUSE round trips and no cache write asks for less than nothing costs.
+    target, target_text = (("abs<=", 1.0), "≤ 1.0 ms") if link == "plain" else (("ratio<=", 1.5), "≤ 1.5× curl -r")
     row = Row(f"ttfb-{link}", f"First 4 KiB at offset 400 MiB of a cold file ({link})", "ms", "lower",
-              "curl -r (one 4 KiB range request)", link, ("ratio<=", 1.5), "≤ 1.5× curl -r",
+              "curl -r (one 4 KiB range request)", link, target, target_text,
               note="stat + open + pread(4 KiB) right after a fresh mount with an empty cache.")
     expected = original_bytes(rel, TTFB_OFFSET, 4096)
     out = ctx.work / "ttfb.out"
@@ -168,7 +174,8 @@ def row_parallel(ctx, link):
     rels, n = PAR[base_link(link)], ctx.args.repeats
     total = sum(ctx.size(r) for r in rels)
     row = Row(f"parallel-{link}", f"4 parallel cold readers, 4 × {ctx.size(rels[0]) // MiB} MiB ({link})",
-              "MB/s", "higher", "4 parallel curl", link, ("ratio>=", 0.90), "≥ 0.90× 4 curls")
+              "MB/s", "higher", "4 parallel curl -o FILE on the cache's disk", link, ("ratio>=", 0.90),
+              "≥ 0.90× 4 curls")
 
     def together(cmds, timeout=600):
         procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -191,8 +198,20 @@ def row_parallel(ctx, link):
         return seconds
 
     def baseline():
-        times = [together([ctx.curl(link) + ["-o", "/dev/null", ctx.url(link, r)] for r in rels])
-                 for _ in range(n)]
+        def curls(output):
+            return [ctx.curl(link) + ["-o", str(output(i)), ctx.url(link, r)] for i, r in enumerate(rels)]
+        ceiling = statistics.median(together(curls(lambda i: "/dev/null")) for _ in range(n))
+        outputs = [disk_output(ctx, f"parallel-{i}") for i in range(len(rels))]
+        times = []
+        try:
+            for _ in range(n):
+                times.append(together(curls(lambda i: outputs[i])))
+                for output in outputs:
+                    output.unlink(missing_ok=True)
+        finally:
+            for output in outputs:
+                output.unlink(missing_ok=True)
+        row.note += f" 4 × curl -o /dev/null (the link's ceiling): {total / ceiling / 1e6:,.0f} MB/s."
         return total / median(times) / 1e6
 
     def system(name):
