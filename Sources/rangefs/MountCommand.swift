@@ -115,8 +115,9 @@ struct MountCommand: ParsableCommand {
                                valueName: "format"))
     var format: ManifestFormatOption = .auto
 
-    @Option(help: "How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.")
-    var dirCacheTime: String = "5m"
+    @Option(help: ArgumentHelp("How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.",
+                               valueName: "duration"))
+    var dirCacheTime: DurationValue = .minutes(5)
 
     @Option(help: "The most names a web directory's, WebDAV collection's, SFTP directory's or bucket's listings may show together: a directory whose listing would go past it cannot be read (EIO, said in the log), the rest of the mount goes on. Bounds the memory the listings take.")
     var maxListedEntries: Int = ListedDirectories.Settings.defaultMaxEntries
@@ -124,32 +125,36 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Where fetched data is kept (default: $XDG_CACHE_HOME/rangefs/<mountpoint>, else ~/.cache/rangefs/<mountpoint>).")
     var cacheDir: String?
 
-    @Option(help: "Cache block size for newly seen files, e.g. 256K or 1M (4K to 64M).")
-    var blockSize: String = "256K"
+    @Option(help: ArgumentHelp("Cache block size for newly seen files, e.g. 256K or 1M (4K to 64M).", valueName: "size"))
+    var blockSize: SizeValue = .kibibytes(256)
 
     @Option(help: "What to fetch in the background: all (the start and end of every file first, where tags live, then every file), opened (the files opened) or none.")
-    var prefetch: String = "all"
+    var prefetch: PrefetchPolicy = .all
 
     @Option(help: "Background transfers at once that complete files; every server with work gets one before any server gets a second. The starts and ends of a collection's files go up to 6 at once (with --max-rate, up to this many).")
     var maxDownloads: Int = 3
 
-    @Option(help: "Cap on background download speed in bytes per second, e.g. 2M (foreground reads are never capped).")
-    var maxRate: String?
+    @Option(help: ArgumentHelp("Cap on background download speed in bytes per second, e.g. 2M (foreground reads are never capped).",
+                               valueName: "size"))
+    var maxRate: SizeValue?
 
     @Option(help: "A file of extra CA certificates (PEM) to trust for https, besides the system's.")
     var caFile: String?
 
-    @Option(help: "Evict least recently used data to keep the cache at most this big, e.g. 20G.")
-    var cacheMaxSize: String?
+    @Option(help: ArgumentHelp("Evict least recently used data to keep the cache at most this big, e.g. 20G.", valueName: "size"))
+    var cacheMaxSize: SizeValue?
 
-    @Option(help: "Keep at least this much free on the cache's disk, e.g. 5G: background fetching stops there and reads evict least recently used data or are served without storing. Default: 15% of the disk, at most 4G; 0 turns the floor off.")
-    var cacheMinFree: String?
+    @Option(help: ArgumentHelp("Keep at least this much free on the cache's disk, e.g. 5G: background fetching stops there and reads evict least recently used data or are served without storing. Default: 15% of the disk, at most 4G; 0 turns the floor off.",
+                               valueName: "size"))
+    var cacheMinFree: SizeValue?
 
     @Option(help: "HTTP proxy for every request, e.g. http://cache.local:3128 (default: $http_proxy, $https_proxy, $no_proxy).")
     var proxy: String?
 
-    @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464. A bare PORT listens on 127.0.0.1; any other host (0.0.0.0, a LAN address) must be written out, as the metrics then leave this machine.")
-    var metricsAddress: String?
+    @Option(help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464. A bare PORT listens on 127.0.0.1; any other host (0.0.0.0, a LAN address) must be written out, as the metrics then leave this machine.",
+                               valueName: "address"),
+            transform: MetricsAddress.parsedArgument)
+    var metricsAddress: MetricsAddress?
 
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable), also for a manifest given by URL; never logged and not shown by ps in the background mount.")
     var headers: [String] = []
@@ -177,8 +182,8 @@ struct MountCommand: ParsableCommand {
         valueName: "options"))
     var options: [String] = []
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
-    var logLevel: String = "info"
+    @Option(help: "The least important messages the log keeps.")
+    var logLevel: Logger.Level = .info
 
     /// Set by the background launch: the pipe on which the mount reports that it is up.
     @Option(help: .hidden)
@@ -200,43 +205,22 @@ struct MountCommand: ParsableCommand {
     var manifestFd: Int32?
 
     func validate() throws {
-        guard let size = ByteSize.parse(blockSize), (4 << 10)...(64 << 20) ~= size else {
-            throw ValidationError("--block-size must be between 4K and 64M, e.g. 256K (got '\(blockSize)')")
-        }
-        guard PrefetchPolicy(rawValue: prefetch) != nil else {
-            throw ValidationError("--prefetch must be all, opened or none (got '\(prefetch)')")
+        guard (4 << 10)...(64 << 20) ~= blockSize.bytes else {
+            throw ValidationError("--block-size must be between 4K and 64M, e.g. 256K (got '\(blockSize.argument)')")
         }
         guard (1...64).contains(maxDownloads) else {
             throw ValidationError("--max-downloads must be between 1 and 64")
         }
-        if let maxRate, ByteSize.parse(maxRate).map({ $0 > 0 }) != true {
-            throw ValidationError("--max-rate must be a positive number of bytes per second, e.g. 500K or 2M (got '\(maxRate)')")
-        }
-        for (name, value) in [("--cache-max-size", cacheMaxSize), ("--cache-min-free", cacheMinFree)] {
-            if let value, ByteSize.parse(value) == nil {
-                throw ValidationError("\(name) must be a size such as 500M or 20G (got '\(value)')")
-            }
+        if let maxRate, maxRate.bytes == 0 {
+            throw ValidationError("--max-rate must be a positive number of bytes per second, e.g. 500K or 2M (got '\(maxRate.argument)')")
         }
         if let proxy, !(proxy.hasPrefix("http://") || proxy.hasPrefix("https://") || proxy.hasPrefix("socks")) {
             throw ValidationError("--proxy must be a URL such as http://proxy:3128 (got '\(proxy)')")
         }
-        if let metricsAddress {
-            do {
-                _ = try MetricsAddress(parsing: metricsAddress)
-            } catch {
-                throw ValidationError("--metrics-address: \(error)")
-            }
-        }
         guard maxListedEntries >= 1 else { throw ValidationError("--max-listed-entries must be 1 or more") }
-        if DurationText.parse(dirCacheTime) == nil {
-            throw ValidationError("--dir-cache-time must be a duration such as 30s, 5m or 1h (got '\(dirCacheTime)')")
-        }
         _ = try HeaderArguments.parse(headers)
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file \(caFile) cannot be read")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
     }
 
@@ -311,12 +295,12 @@ struct MountCommand: ParsableCommand {
         }
         guard let loaded else { preconditionFailure("a mount served by this process has read its manifest") }
         var prefetchConfiguration = Prefetcher.Configuration()
-        prefetchConfiguration.policy = PrefetchPolicy(rawValue: prefetch)!
+        prefetchConfiguration.policy = prefetch
         prefetchConfiguration.maxDownloads = maxDownloads
         // --max-rate is shared by --max-downloads transfers (`MountRunner`): heads take no more at once.
         if maxRate != nil { prefetchConfiguration.maxHeadTransfers = maxDownloads }
         var listingSettings = ListedDirectories.Settings()
-        listingSettings.maxAge = DurationText.parse(dirCacheTime)!
+        listingSettings.maxAge = dirCacheTime.duration
         listingSettings.maxEntries = maxListedEntries
         let runner = MountRunner(manifest: loaded, loader: loader,
                                  listing: listingRoot.map { root in
@@ -327,13 +311,13 @@ struct MountCommand: ParsableCommand {
                                                          settings: listingSettings)
                                  },
                                  mountpoint: mountPath, cachePath: cachePath,
-                                 blockSize: ByteSize.parse(blockSize)!, fuseOptions: mountOptions,
-                                 prefetch: prefetchConfiguration, maxRate: maxRate.flatMap(ByteSize.parse),
+                                 blockSize: blockSize.bytes, fuseOptions: mountOptions,
+                                 prefetch: prefetchConfiguration, maxRate: maxRate?.bytes,
                                  clientConfiguration: clientConfiguration,
-                                 cacheLimits: CacheLimits(maxBytes: cacheMaxSize.flatMap(ByteSize.parse),
-                                                          minFree: cacheMinFree.flatMap(ByteSize.parse).map(FreeSpaceFloor.bytes) ?? .standard),
-                                 passthrough: passthrough, metricsAddress: metricsAddress.flatMap { try? MetricsAddress(parsing: $0) },
-                                 logLevel: Logger.Level(rawValue: logLevel)!,
+                                 cacheLimits: CacheLimits(maxBytes: cacheMaxSize?.bytes,
+                                                          minFree: cacheMinFree.map { .bytes($0.bytes) } ?? .standard),
+                                 passthrough: passthrough, metricsAddress: metricsAddress,
+                                 logLevel: logLevel,
                                  readyDescriptor: readyFd)
         try runner.run()
     }

@@ -7,19 +7,12 @@ import RangeFSCore
 /// the command line. The background mount gets it on a private pipe (`--password-fd`).
 struct SubsonicOptions: ParsableArguments {
     @Option(help: "How a subsonic+https:// library is laid out: id3 (Artist/Album (Year)/NN Title.ext, from the tags) or folders (the server's own folders and file names).")
-    var subsonicLayout: String = SubsonicAddress.Layout.id3.rawValue
+    var subsonicLayout: SubsonicAddress.Layout = .id3
 
     /// Set by the background launch: the pipe that carries the password.
     @Option(help: .hidden)
     var passwordFd: Int32?
 
-    func validate() throws {
-        guard SubsonicAddress.Layout(rawValue: subsonicLayout) != nil else {
-            throw ValidationError("--subsonic-layout must be id3 or folders (got '\(subsonicLayout)')")
-        }
-    }
-
-    var layout: SubsonicAddress.Layout { SubsonicAddress.Layout(rawValue: subsonicLayout) ?? .id3 }
 
     /// The server of a `subsonic+http(s)://` address with the user and password that sign in;
     /// nil when `argument` is no such address.
@@ -33,7 +26,7 @@ struct SubsonicOptions: ParsableArguments {
             throw CommandFailure("\(error)")
         }
         guard let address else {
-            if subsonicLayout != SubsonicAddress.Layout.id3.rawValue {
+            if subsonicLayout != .id3 {
                 throw ValidationError("--subsonic-layout is for subsonic+https:// addresses (got '\(argument)')")
             }
             return nil
@@ -56,7 +49,7 @@ struct SubsonicOptions: ParsableArguments {
         } else {
             throw ValidationError("no password for \(user): give it with --password-file FILE or $\(SubsonicAddress.passwordVariable) (there is no terminal to ask on)")
         }
-        return SubsonicSource(address: address, layout: layout, user: user, password: password)
+        return SubsonicSource(address: address, layout: subsonicLayout, user: user, password: password)
     }
 }
 

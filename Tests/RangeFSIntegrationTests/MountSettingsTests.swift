@@ -101,6 +101,39 @@ struct MountSettingsTests {
         #expect(!MountSettings.backgroundArguments(of: command).contains("--foreground"))
     }
 
+    @Test("Sizes, durations, policies and levels are parsed once into their types, and a value that does not parse is refused with the option's name and what it takes")
+    func typedValues() throws {
+        let command = try MountCommand.parse(Self.placeholders + [
+            "--block-size", "1M", "--max-rate", "2M", "--cache-max-size", "20G", "--dir-cache-time", "30s",
+            "--prefetch", "opened", "--log-level", "debug", "--metrics-address", "9464", "--subsonic-layout", "folders"])
+        #expect(command.blockSize.bytes == 1 << 20 && command.maxRate?.bytes == 2 << 20 && command.cacheMaxSize?.bytes == 20 << 30)
+        #expect(command.dirCacheTime.duration == .seconds(30) && command.prefetch == .opened && command.logLevel == .debug)
+        #expect(command.metricsAddress?.description == "127.0.0.1:9464" && command.subsonicOptions.subsonicLayout == .folders)
+        let defaults = try MountCommand.parse(Self.placeholders)
+        #expect(defaults.blockSize.bytes == 256 << 10 && defaults.dirCacheTime.duration == .seconds(300))
+        #expect(defaults.prefetch == .all && defaults.logLevel == .info && defaults.maxRate == nil)
+        let refusals: [(arguments: [String], message: String)] = [
+            (["--block-size", "12Q"], "'12Q' is invalid for '--block-size <size>'"),
+            (["--block-size", "1G"], "--block-size must be between 4K and 64M"),
+            (["--max-rate", "0"], "--max-rate must be a positive number"),
+            (["--cache-min-free", "lots"], "'lots' is invalid for '--cache-min-free <size>'"),
+            (["--dir-cache-time", "5x"], "'5x' is invalid for '--dir-cache-time <duration>'"),
+            (["--prefetch", "sometimes"], "Please provide one of 'all', 'opened' or 'none'"),
+            (["--log-level", "loud"], "'loud' is invalid for '--log-level <log-level>'"),
+            (["--metrics-address", "abc:"], "the port must be a number"),
+            (["--subsonic-layout", "tree"], "'tree' is invalid for '--subsonic-layout"),
+        ]
+        for refusal in refusals {
+            do {
+                _ = try MountCommand.parse(Self.placeholders + refusal.arguments)
+                Issue.record("\(refusal.arguments) was taken")
+            } catch {
+                let message = MountCommand.message(for: error)
+                #expect(message.contains(refusal.message), "\(refusal.arguments): \(message)")
+            }
+        }
+    }
+
     /// Whether `arguments` holds `part` as consecutive elements.
     static func contains(_ arguments: [String], _ part: [String]) -> Bool {
         guard part.count <= arguments.count else { return false }
