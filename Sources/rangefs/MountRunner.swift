@@ -127,6 +127,13 @@ struct MountRunner {
         } catch {
             throw CommandFailure("\(error)")
         }
+        // From here on, whether the mount ends or a step below fails, what has started stops
+        // in one place and one order.
+        let started = StartedParts()
+        defer {
+            started.stop()
+            withExtendedLifetime(lock) {}
+        }
         let metrics = MountMetrics()
         var clientConfiguration = clientConfiguration
         if case .subsonic(let signIn)? = listing?.source {
@@ -140,25 +147,20 @@ struct MountRunner {
         var policy = FetchPolicy()
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let committer = Committer()
+        started.transfers = (remote, committer)
         let environment = FetchEnvironment(client: remote, store: store, directory: directory,
                                            committer: committer, policy: policy, logger: logger, metrics: metrics)
         let filesystemBox = Mutex<MountedFilesystem?>(nil)
         let shownBox = Mutex<(catalog: FileCatalog, prefetcher: Prefetcher)?>(nil)
-        let directories: ListedDirectories?
-        do {
-            directories = try listing.map { listing in
-                try listedDirectories(listing, client: client, sftp: sftp, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
-                    guard let shown = shownBox.withLock({ $0 }) else { return }
-                    let manifest = snapshot.manifest.addingHeaders(loader.headers, onlyOn: listing.root)
-                    let indices = shown.catalog.replaceManifest(with: manifest)
-                    filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices,
-                                                                                 directories: snapshot.directories))
-                    shown.prefetcher.manifestChanged()
-                }
+        let directories = try listing.map { listing in
+            try listedDirectories(listing, client: client, sftp: sftp, policy: policy, store: store, committer: committer, logger: logger) { snapshot in
+                guard let shown = shownBox.withLock({ $0 }) else { return }
+                let manifest = snapshot.manifest.addingHeaders(loader.headers, onlyOn: listing.root)
+                let indices = shown.catalog.replaceManifest(with: manifest)
+                filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices,
+                                                                             directories: snapshot.directories))
+                shown.prefetcher.manifestChanged()
             }
-        } catch {
-            client.shutdown()
-            throw error
         }
         let known = directories?.snapshot
         let manifest = known.map { $0.manifest.addingHeaders(loader.headers, onlyOn: listing?.root) } ?? self.manifest
@@ -193,24 +195,15 @@ struct MountRunner {
         }
         let mount = RunningMount(mountpoint: mountpoint, catalog: catalog, prefetcher: prefetcher, refresher: refresher,
                                  listBelow: listBelow)
-        let control: ControlServer
         do {
-            control = try ControlServer(path: directory.controlSocketPath, control: mount)
-        } catch {
-            catalog.shutdown()
-            throw CommandFailure("\(error)")
-        }
-        let metricsListener: MetricsListener?
-        do {
-            metricsListener = try metricsAddress.map { address throws(MetricsAddressError) in
+            started.control = try ControlServer(path: directory.controlSocketPath, control: mount)
+            started.metricsListener = try metricsAddress.map { address throws(MetricsAddressError) in
                 if !address.isLoopback {
                     logger.warning("metrics are served on \(address), which is not a loopback address: anyone who can reach it sees them")
                 }
                 return try MetricsListener(address: address, logger: logger) { mount.metricsExposition() }
             }
         } catch {
-            control.stop()
-            catalog.shutdown()
             throw CommandFailure("\(error)")
         }
         let tree = MountedTree(manifest: manifest, catalogIndices: Array(manifest.entries.indices),
@@ -233,29 +226,49 @@ struct MountRunner {
             session = try FuseSession(filesystem: filesystem, mountpoint: mountpoint, options: sessionOptions,
                                       passthrough: passthrough, logger: logger)
         } catch {
-            metricsListener?.stop()
-            control.stop()
-            catalog.shutdown()
             throw CommandFailure("\(error)")
         }
+        started.session = session
         if let readyDescriptor {
             redirectOutput(to: directory.logPath)
             _ = BackgroundLaunch.readyMessage.withCString { write(readyDescriptor, $0, strlen($0)) }
             close(readyDescriptor)
         }
-        let metricsNote = metricsListener.map { ", metrics at http://\($0.address)/metrics" } ?? ""
+        let metricsNote = started.metricsListener.map { ", metrics at http://\($0.address)/metrics" } ?? ""
         let what = listing == nil ? "\(namespace.fileCount) files" : "\(namespace.fileCount) files known, directories listed as they are opened"
         logger.info("mounted \(manifest.source) at \(mountpoint): \(what), cache in \(cachePath), prefetch \(prefetch.policy.rawValue)\(metricsNote)")
+        started.prefetcher = prefetcher
         prefetcher.start()
         _ = session.run()
         logger.info("unmounting \(mountpoint)")
-        prefetcher.stop()
-        metricsListener?.stop()
-        control.stop()
-        catalog.shutdown()
-        session.close()
-        withExtendedLifetime(lock) {}
+        started.stop()
         logger.info("unmounted \(mountpoint)")
+    }
+
+    /// What a mount has started, stopped in the order that loses nothing, whether the mount ends
+    /// or a step of its start fails: background work first, then whoever could ask for more
+    /// (control socket, metrics), then transfers, committing what arrived; the kernel's mount
+    /// goes last. A class, so that `run`'s `defer` sees what was started after it was set up;
+    /// used by `run`'s thread alone.
+    private final class StartedParts {
+        var prefetcher: Prefetcher?
+        var control: ControlServer?
+        var metricsListener: MetricsListener?
+        var transfers: (client: any RemoteClient, committer: Committer)?
+        var session: FuseSession?
+
+        /// Stops each part once; a second call finds nothing left.
+        func stop() {
+            prefetcher?.stop()
+            metricsListener?.stop()
+            control?.stop()
+            if let transfers {
+                transfers.client.shutdown()
+                transfers.committer.drain()
+            }
+            session?.close()
+            (prefetcher, metricsListener, control, transfers, session) = (nil, nil, nil, nil, nil)
+        }
     }
 
     /// The directories of a web directory mount, with the listings an earlier mount kept. When
