@@ -1,5 +1,22 @@
 import Foundation
 
+// Design note: what a mount keeps on disk.
+//
+// - The cache directory holds `metadata.sqlite` (file records, settings, kept listings, learned
+//   head and tail sizes: `MetadataStore`, on GRDB), `data/` with one sparse file per remote file
+//   (`DataFile`), the `lock` and the log.
+// - A `BlockBitmap` keeps only the words that hold a present block, so it grows with the data
+//   fetched, never with a size a server states. `FileSizeLimit` is the largest file a mount
+//   accepts; a record over it, or without a block size, is dropped when the mount starts.
+// - Files and listings are known by their URL's `CacheKey`: the URL, or for one with a password
+//   or a query value its redacted text and a SHA-256 of the whole, so no secret of a URL is
+//   written to disk.
+// - `DirectoryTrust` refuses a cache directory that is not the mounting user's own or that
+//   someone else may write (it, its `data/`, or a non-sticky directory above it): nobody else can
+//   then put anything at a name the cache opens, which keeps SQLite's `-journal`, `-wal` and
+//   `-shm` (opened by name) safe; the lock, the log and data files are opened `O_NOFOLLOW`.
+// - `CacheBudget` counts bytes against `--cache-max-size` and the free-space floor.
+
 /// The on-disk home of one mount's cache: `metadata.sqlite`, `data/` with one file per
 /// remote file, and `lock`, held while a mount uses the directory.
 public struct CacheDirectory: Sendable {

@@ -1,3 +1,12 @@
+// Design note: the control socket and what answers it.
+//
+// `ControlServer` serves the mount's Unix socket, one JSON request line a client
+// (`ControlProtocol`: status, pause, resume, evict, pin, unpin, verify, refresh); `RunningMount`
+// answers it from the catalog and the background work, and `MountStatus` is what
+// `rangefs status` shows (as text: `StatusText/`). Only the mounting user and root reach it: the
+// socket is mode 0600 in the cache directory, which is theirs alone, and a peer of another
+// uid than the owner or root is refused (`SO_PEERCRED`).
+
 /// The control side of a mounted manifest: status for `rangefs status`, pause and resume.
 public final class RunningMount: MountControl {
     public let mountpoint: String

@@ -2,6 +2,28 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: the filesystem core, the mount as the kernel sees it.
+//
+// - One call per operation, one answer: lookup and getattr give `NodeAttributes` once a file's
+//   size is known; readdir a `DirectoryListing` (".", "..", the children; offset n is the n-th
+//   name); open an `OpenedFile` (the handle's number and its read path); read `ReadyBytes` (a
+//   cache file and the range in it, which the adapter splices to the kernel); getxattr and
+//   listxattr an `AttributeAnswer`; statfs `FilesystemTotals`. opendir tells the catalog to probe
+//   ahead of the listing.
+// - Handles live in `OpenHandleTable`: the kernel's `fh` is a number, never a pointer, and no
+//   number is handed out twice in a mount, so a stale one finds nothing (`EBADF`).
+// - Errors: `FilesystemError` carries one `Cause`; `errno(for:)` in FilesystemError.swift is the
+//   only place an errno is chosen. A fetch failure is `.fetch(FetchError)`, whose reason (the
+//   server after its retries, the cache disk, a remote change, a failed sha256, the read
+//   deadline, the unmount) has its errno in the same table.
+// - The kernel link: `KernelLink` is what the core asks of the kernel outside replies
+//   (invalidate an inode or a name, register and drop a passthrough backing file). The adapter
+//   implements it; tests record it. Invalidations go out on the core's own serial queue, never
+//   from inside a request's handler (`KernelForgetting`).
+// - Read paths: `KernelReadPaths` decides per open handle whether the kernel reads through the
+//   page cache or by passthrough, with `KernelReadModes` keeping the kernel's mixing rules per
+//   inode; the first refused backing file turns passthrough off for the mount.
+
 /// The mounted filesystem as the kernel sees it, without the kernel: it owns the tree on show,
 /// the open file handles, the extended attributes and what the kernel must forget when files
 /// change, and answers each operation with a value or one `FilesystemError`. The FUSE adapter

@@ -2,6 +2,25 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: a tree grown from a server's listings.
+//
+// - Each kind of server is one `DirectoryLister`: one directory's children, each with its name,
+//   URL and what the listing states (size, date). The CLI picks it
+//   (`MountRunner.Listing.Source`); nothing past the lister knows which source it is.
+// - `ListedTree` (pure) holds the directories known, listed or not, what each listing showed,
+//   and the rules that keep listings from growing the tree without end: links out of the tree,
+//   back to a directory shown, too deep, or more names over the mount than
+//   `--max-listed-entries` are refused, and that directory gives `EIO`. A page that came but
+//   cannot be read is not asked for again before `--dir-cache-time` has passed.
+// - `ListedDirectories` (this file) lists a directory when it is first looked at, a bounded
+//   number at once (`ListingQueue`), shows the grown tree before the callers go on (listings
+//   that arrive while a tree is being shown are shown together by the next show), keeps each
+//   listing in the cache database and checks an old one again with its validator.
+// - `WebDirectoryLister` is one web page's GET and parse; `ListingDownload` is how it and the
+//   WebDAV and Subsonic listers fetch a document (the client, the `--header`s and the one
+//   origin they are for, the caps). Pages are parsed one at a time, each refused past
+//   `--max-listed-entries` as it is read, so memory stays bounded however many are fetched.
+
 /// The directories of a mount made from a server's listings, listed as they are first looked
 /// at: a bounded number of listings at once, every caller waiting on a directory answered once
 /// its listing is in. After each listing the mount is shown the grown tree (`onChange`) before

@@ -1,5 +1,17 @@
 import Foundation
 
+// Design note: manifests of every format, read and checked before anything is mounted.
+//
+// - Formats: plain text, JSON, YAML, M3U, RSS and Metalink (`ManifestFormat`, detected from the
+//   name, then the content). Each yields `ManifestEntry`s: a path, the URL and any mirrors after
+//   it (best first), and what the manifest states (size, sha256, `PieceHashes`, headers, mtime),
+//   the rarely stated fields kept out of line so 100,000 entries stay small.
+// - A manifest with any bad entry is refused with the line that is wrong (`ManifestError`).
+// - XML parses through `GuardedXMLParser` (`XMLInputGuard` first, no entities) into a small tree
+//   of elements (`XMLElementTree`), which S3's and WebDAV's replies use too; XML and YAML nested
+//   more than 128 levels deep are refused before libxml2 or Yams, which recurse, see them
+//   (`NestingDepthGuard`).
+
 /// The list of remote files to mount, parsed and validated as a whole:
 /// a manifest with any bad entry is rejected, so nothing is ever half-mounted.
 public struct Manifest: Sendable {

@@ -1,3 +1,10 @@
+// Design note: the tree a mount shows.
+//
+// `Namespace` is the tree of one manifest: inode numbers (a hash of the path, so a tree rebuilt
+// after a refresh or a listing keeps them, `StableInodeAllocator`), names, children, and
+// directories with nothing known below them yet. It is immutable: a refresh or a listing builds
+// a new one (`NamespaceTreeBuilder`) and `MountedTree` pairs it with the catalog's entry numbers.
+
 /// The read-only directory tree of a mount, built once from a manifest.
 ///
 /// Names are compared as exact UTF-8 bytes, as the kernel passes them. Built for 100,000

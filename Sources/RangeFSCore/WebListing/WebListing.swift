@@ -1,5 +1,16 @@
 import Foundation
 
+// Design note: web servers' directory pages read as entries, with no I/O.
+//
+// - Formats: nginx `autoindex` (HTML, JSON, XML), Apache `mod_autoindex` (plain, FancyIndexing,
+//   HTMLTable), lighttpd, Python's `http.server`, and any other page's links.
+// - The href names an entry, not the text shown; only links one segment below the page count
+//   (`ListingBase`); sizes and dates are taken only where the format states them exactly.
+// - Every page is read in time linear in its size whatever its shape (one line, links never
+//   closed: the scanner's searches after a link stop where the next one starts, a row is at most
+//   1 KiB), and a page of more entries than the mount may hold is refused as it is read.
+// - The I/O around it is the listed tree's (`WebDirectoryLister`).
+
 /// One entry of a web server's directory listing.
 public struct WebListingEntry: Sendable, Equatable, Codable {
     /// The name in the mount: the last segment of the link, percent-decoded (or the name a
