@@ -43,6 +43,37 @@ extension RangeFSIntegrationTests {
         #expect(!result.succeeded && result.stderr.contains("\(wrongFirst.path)/.ssh/id_ed25519 was refused"), "\(result)")
     }
 
+    @Test("SFTP sign-in: a server that takes passwords alone lets in the mount given the password by --password-file; a wrong one is refused with the reason, and nothing is mounted")
+    func sftpSignsInWithAPassword() throws {
+        try #require(getuid() == 0, "making an account to sign in as needs root")
+        let tree = try Self.oneFileTree()
+        let account = try LocalAccount(password: "a password 41d9")
+        let server = try SSHServer(passwordUser: account.name)
+        defer { server.stop() }
+        let address = "sftp://\(account.name)@127.0.0.1:\(server.port)\(tree.path)/"
+        let scratch = try Scratch.makeDir("sftp-password")
+        let right = scratch.appendingPathComponent("right").path
+        try "\(account.password)\n".write(toFile: right, atomically: true, encoding: .utf8)
+        let wrong = scratch.appendingPathComponent("wrong").path
+        try "not the password\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        // No key to offer first: an empty home and no agent.
+        let home = try Self.home(with: [:])
+
+        let mount = try fx.prepare(source: address, options: ["--password-file", right, "--known-hosts", server.knownHosts])
+        mount.environment = ["HOME": home.path, "SSH_AUTH_SOCK": ""]
+        try mount.mount()
+        #expect((try? String(contentsOfFile: mount.path("hello.txt"), encoding: .utf8)) == "signed in",
+                "\(Check.daemonLog(mount))\n\(server.log)")
+        #expect(mount.unmount().succeeded)
+        #expect(!mount.log().contains(account.password), "the password never reaches the log")
+
+        let refused = try fx.prepare(source: address, options: ["--password-file", wrong, "--known-hosts", server.knownHosts])
+        refused.environment = ["HOME": home.path, "SSH_AUTH_SOCK": ""]
+        let result = refused.tryMount()
+        #expect(!result.succeeded && !refused.isMounted, "\(result)")
+        #expect(result.stderr.contains("password"), "the refusal names what was refused: \(result)")
+    }
+
     @Test("SFTP sign-in: a key held by ssh-agent (SSH_AUTH_SOCK) signs the listings and the reads in")
     func sftpSignsInWithTheAgent() throws {
         let tree = try Self.oneFileTree()

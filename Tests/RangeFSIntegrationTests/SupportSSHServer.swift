@@ -30,7 +30,9 @@ final class SSHServer {
     /// The mount's options that sign in with the user key and know the host key.
     var signInOptions: [String] { ["--identity", userKey, "--known-hosts", knownHosts] }
 
-    init(startTimeout: Double = 20) throws {
+    /// `passwordUser`: an account the server also lets in by its password (sshd checks it
+    /// against /etc/shadow; `UsePAM no`).
+    init(passwordUser: String? = nil, startTimeout: Double = 20) throws {
         let prefix = try Scratch.makeDir("sshd")
         self.prefix = prefix
         func key(_ name: String, comment: String) throws -> String {
@@ -70,11 +72,12 @@ final class SSHServer {
         StrictModes no
         UsePAM no
         PermitRootLogin prohibit-password
-        PasswordAuthentication no
+        PasswordAuthentication \(passwordUser == nil ? "no" : "yes")
         KbdInteractiveAuthentication no
         PidFile \(prefix.path)/sshd.pid
         LogLevel INFO
         Subsystem sftp internal-sftp
+        \(passwordUser.map { "AllowUsers \($0) \(user)" } ?? "")
 
         """
         try config.write(to: prefix.appendingPathComponent("sshd_config"), atomically: true, encoding: .utf8)
@@ -129,5 +132,30 @@ final class SSHServer {
     deinit {
         stop()
         Scratch.remove(prefix)
+    }
+}
+
+/// A local account made for one test and removed after it (`useradd`, `chpasswd`: root only),
+/// for a server that signs users in by password.
+final class LocalAccount {
+    let name: String
+    let password: String
+
+    init(password: String) throws {
+        name = "rfs" + String(UUID().uuidString.lowercased().prefix(8))
+        self.password = password
+        let added = Command.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        guard added.succeeded else { throw HarnessError("useradd: \(added)") }
+        let input = try Scratch.makeDir("account").appendingPathComponent("chpasswd").path
+        try "\(name):\(password)\n".write(toFile: input, atomically: true, encoding: .utf8)
+        let set = Command.run(["sh", "-c", "chpasswd < '\(input)'"])
+        guard set.succeeded else {
+            _ = Command.run(["userdel", name])
+            throw HarnessError("chpasswd: \(set)")
+        }
+    }
+
+    deinit {
+        _ = Command.run(["userdel", name])
     }
 }
