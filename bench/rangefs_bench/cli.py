@@ -89,6 +89,9 @@ def main():
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite docs/benchmarks.md and .png from bench/data/results.json")
+    parser.add_argument("--merge", action="store_true",
+                        help="put the rows this run measures in place of the same rows of bench/data/results.json "
+                        "(the last run's), keep the others, and say on the page which rows were measured again")
     args = parser.parse_args()
     if args.render_only:
         saved = json.loads((DATA / "results.json").read_text())
@@ -195,6 +198,8 @@ def main():
     elapsed = time.perf_counter() - started
     print_table(rows)
     info = machine_info(ctx)
+    if args.merge:
+        rows, info, elapsed = merged_into_saved(rows, ctx, info, elapsed)
     results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes,
                "rows": [r.to_json() for r in rows]}
     (DATA / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
@@ -204,3 +209,18 @@ def main():
         write_chart(rows, DOCS / "benchmarks.png")
         log("wrote docs/benchmarks.md and docs/benchmarks.png")
     log(f"done in {elapsed / 60:.1f} min")
+
+
+def merged_into_saved(rows, ctx, info, elapsed):
+    """The last run's rows (bench/data/results.json) with this run's in place of the same rows and
+    any new ones after them; the last run's machine facts and notes kept, and a note naming the rows
+    measured again, when, on which build and at what load."""
+    saved = json.loads((DATA / "results.json").read_text())
+    fresh = {row.rid: row for row in rows}
+    merged = [fresh.pop(d["id"]) if d["id"] in fresh else Row.from_json(d) for d in saved["rows"]]
+    merged += [row for row in rows if row.rid in fresh]
+    ctx.notes = saved.get("notes", []) + ctx.notes + [
+        f"Measured again on {info['date']} ({elapsed / 60:.1f} minutes, rangefs {info.get('rangefs', '?')}, "
+        f"load {info.get('load average (1/5/15 min) at the start', '?')} at the start), in place of the whole "
+        f"run's figures: " + "; ".join(row.label.strip() for row in rows) + "."]
+    return merged, saved["machine"], saved["elapsed_s"]
