@@ -64,7 +64,7 @@ enum PlanFixture {
             case .verifyPiece(let index, let bytes, _, let token): "verify piece \(index) \(bytes) #\(token)"
             case .probeSource(let index, _, let delay): "probe source \(index)" + (delay > .zero ? " later" : "")
             case .cachedBytes(let delta): "cached \(delta)"
-            case .release(let bytes): "release \(bytes)"
+            case .unreserve(let bytes): "unreserve \(bytes)"
             case .answer(_, let bytes): "answer \(bytes)"
             case .fail(_, let error): "fail \(error.description)"
             case .readThrough(let bytes, _): "read through \(bytes)"

@@ -231,7 +231,7 @@ private struct PlanSimulation {
                 resolve(answered: false)
             case .notify(let observer, let succeeded):
                 observer(succeeded)
-            case .raise, .awaitDeadline, .cachedBytes, .release, .commit, .commitLater, .log:
+            case .raise, .awaitDeadline, .cachedBytes, .unreserve, .commit, .commitLater, .log:
                 continue
             case .invalidated where changed:
                 continue

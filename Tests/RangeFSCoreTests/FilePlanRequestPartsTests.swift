@@ -121,7 +121,7 @@ import Testing
         // 16 KiB in 200 ms after the first burst: 80 KiB/s, so 20 KiB come within 250 ms, and
         // the head is cut at the first page past them.
         #expect(plan.read(0..<131_072, readAhead: Self.block, at: .milliseconds(200)) == [
-            "end early at 57344", "release 204800", "log debug",
+            "end early at 57344", "unreserve 204800", "log debug",
             "fetch #1 57344..<110592", "fetch #2 110592..<163840", "fetch #3 163840..<217088", "fetch #4 217088..<262144",
             "fetch #5 262144..<327680", "fetch #6 327680..<393216", "fetch #7 393216..<458752",
             "raise", "wait #0",
@@ -143,7 +143,7 @@ import Testing
         _ = plan.writeAsTheShellDoes(0, 16384..<229_376, at: .milliseconds(100))
         let lines = plan.read(16384..<32768, readAhead: 2 << 20, at: .milliseconds(100), hostBytesPerSecond: 2_097_152)
         #expect(lines == [
-            "end early at 765952", "release 3428352", "log debug",
+            "end early at 765952", "unreserve 3428352", "log debug",
             "fetch #1 765952..<1572864", "fetch #2 1572864..<2359296", "answer 16384..<32768",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<765_952, "the completion ends where the reader's bytes would come late")

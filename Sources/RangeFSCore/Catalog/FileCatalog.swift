@@ -4,7 +4,7 @@ import Synchronization
 
 /// The remote files of a mount: the table of manifest entries and its refresh, which files
 /// readers use, and the events that reach the rest of the mount. The jobs under it are parts of
-/// their own: `SizeDiscovery` finds and loads each entry's `CachedFile`, `CacheEviction` keeps
+/// their own: `LoadedFiles` finds and loads each entry's `CachedFile`, `CacheEviction` keeps
 /// the cache within its limits; `+Commands` serves evict, verify and pin, `+Listings` finds sizes
 /// ahead of directory listings.
 ///
@@ -29,7 +29,7 @@ public final class FileCatalog: Sendable {
     /// and `find` are answered from them without a request; the file's own size is asked only
     /// when it is opened. Off for manifests, whose stated sizes may be stale or wrong.
     public let statedSizesAreExact: Bool
-    let files: SizeDiscovery
+    let files: LoadedFiles
     let eviction: CacheEviction
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
     public var budget: CacheBudget { eviction.budget }
@@ -85,7 +85,7 @@ public final class FileCatalog: Sendable {
         // The parts call back into the catalog only through these closures, set up before any
         // file is made. `weak`: the parts live as long as the catalog, never longer.
         let catalog = WeakCatalog()
-        files = SizeDiscovery(records: records, blockSize: blockSize, trustsStatedSizes: statedSizesAreExact, environment: environment,
+        files = LoadedFiles(records: records, blockSize: blockSize, trustsStatedSizes: statedSizesAreExact, environment: environment,
                               entryAt: { index in catalog.value?.manifest.entries[index] },
                               makeFile: { record, entry in catalog.value?.makeFile(record: record, entry: entry) })
         eviction = CacheEviction(budget: budget, files: files, environment: environment)

@@ -106,7 +106,7 @@ public final class CachedFile: Sendable {
     }
 
     /// A file handle was closed; the data file is closed once nothing needs it.
-    public func released() {
+    public func handleClosed() {
         let now = ContinuousClock.now
         let (actions, file) = state.withLock { state in
             let actions = state.plan.handleClosed(now: now)
@@ -333,8 +333,8 @@ public final class CachedFile: Sendable {
                 environment.committer.schedule { try? store.updateSource(url: key, source) }
             case .cachedBytes(let delta):
                 events.cachedBytesChanged(delta)
-            case .release(let bytes):
-                budget.release(bytes)
+            case .unreserve(let bytes):
+                budget.unreserve(bytes)
             case .notify(let observer, let succeeded):
                 observer(succeeded)
             case .answer(let completion, let range):

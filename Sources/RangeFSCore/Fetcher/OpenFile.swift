@@ -76,14 +76,14 @@ public final class OpenFile: Sendable {
         guard let switched else { return false }
         if switched {
             newVersion.opened()
-            old.released()
+            old.handleClosed()
         }
         return true
     }
 
     public func close() {
         firstScan?.handleClosed()
-        file.released()
+        file.handleClosed()
         onClose()
     }
 }

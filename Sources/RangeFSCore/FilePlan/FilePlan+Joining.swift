@@ -55,10 +55,10 @@ extension FilePlan {
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
             let region = transfer.forReader ? bytes : withReadAhead ?? bytes
             guard let late = firstLateByte(of: region, in: transfer, now: now, hostBytesPerSecond: hostBytesPerSecond) else { continue }
-            if let (released, endEarly) = cut(id, at: late) {
+            if let (unreserved, endEarly) = cut(id, at: late) {
                 cutAny = true
                 actions.append(endEarly)
-                if released > 0 { actions.append(.release(released)) }
+                if unreserved > 0 { actions.append(.unreserve(unreserved)) }
                 actions.append(.log(.debug, "\(name): a reader of byte \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends there"))
             }
         }
@@ -76,15 +76,15 @@ extension FilePlan {
     /// Makes transfer `id` end at `end`. Returns the bytes the budget promised it beyond that
     /// and the action that tells its request (`endEarly`), or nil when it cannot be cut there
     /// (it has passed that point).
-    mutating func cut(_ id: Int, at end: UInt64) -> (released: UInt64, endEarly: Action)? {
+    mutating func cut(_ id: Int, at end: UInt64) -> (unreserved: UInt64, endEarly: Action)? {
         guard var transfer = transfers[id], transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }
         transfer.bytes = transfer.bytes.lowerBound..<end
         if !transfer.blocks.isEmpty { transfer.blocks = layout.blocks(covering: transfer.bytes) }
         transfer.cut = true
-        let released = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
-        transfer.reserved -= released
+        let unreserved = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
+        transfer.reserved -= unreserved
         transfers[id] = transfer
-        return (released, .endEarly(transfer.urgency, at: end))
+        return (unreserved, .endEarly(transfer.urgency, at: end))
     }
 
     /// How many of `count` bytes arriving for transfer `id` at `offset` it still wants: fewer

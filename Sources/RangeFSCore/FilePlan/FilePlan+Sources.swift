@@ -94,10 +94,10 @@ extension FilePlan {
         let share = transfer.frontier + max(kept, 1)
         let cutFrom = min(layout.fileSize, pieceAligned(share..<(share + 1)).upperBound)
         let cutBlock = Int((cutFrom + layout.blockSize - 1) / layout.blockSize)
-        guard cutBlock < layout.blockCount, let (released, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
+        guard cutBlock < layout.blockCount, let (unreserved, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
         let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
         let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
-        return [log, endEarly, addBackgroundTransfer(tail, reserved: released, onFinish: onFinish)]
+        return [log, endEarly, addBackgroundTransfer(tail, reserved: unreserved, onFinish: onFinish)]
     }
 
     /// Each mirror not asked about yet is probed (its size, its validator) before its first range.
@@ -203,7 +203,7 @@ extension FilePlan {
         var actions: [Action] = [.log(.error, failure.description)]
         for id in transfers.keys.sorted() {
             let transfer = transfers.removeValue(forKey: id)!
-            actions += releasing(transfer)
+            actions += unreserving(transfer)
             if let observer = transfer.onFinish { actions.append(.notify(observer, false)) }
         }
         return actions + failWaiters(overlapping: 0..<UInt64.max, error: failure)
@@ -267,7 +267,7 @@ extension FilePlan {
     private mutating func endTransfer(_ id: Int, failingWith failure: FetchError) -> [Action] {
         guard let transfer = transfers.removeValue(forKey: id) else { return [] }
         lastFailure = failure.reason.description
-        return releasing(transfer) + [.log(.error, "\(failure)")]
+        return unreserving(transfer) + [.log(.error, "\(failure)")]
             + failWaiters(overlapping: transfer.frontier..<transfer.bytes.upperBound, error: failure)
     }
 

@@ -69,7 +69,7 @@ extension FilePlan {
         switch result {
         case .success:
             transfers[id] = nil
-            actions += releasing(transfer)
+            actions += unreserving(transfer)
             lastFailure = nil
             sourceSucceeded(transfer, now: now)
         case .failure(let error):
@@ -77,7 +77,7 @@ extension FilePlan {
             if invalidated != nil {
                 // A version that changed on the server is not asked for again.
                 transfers[id] = nil
-                actions += releasing(transfer)
+                actions += unreserving(transfer)
                 actions += finalFailure(error, of: remainder)
             } else if error == .conditionNotHonoured, !remainder.isEmpty {
                 // Not the source's fault and not a change: the same request without the condition.
@@ -107,7 +107,7 @@ extension FilePlan {
                 ended = false
             } else {
                 transfers[id] = nil
-                actions += releasing(transfer)
+                actions += unreserving(transfer)
                 actions += finalFailure(error, of: remainder)
             }
         }
@@ -145,15 +145,15 @@ extension FilePlan {
     }
 
     /// What the budget promised an ended transfer and it did not write goes back.
-    func releasing(_ transfer: Transfer) -> [Action] {
-        transfer.reserved > 0 ? [.release(transfer.reserved)] : []
+    func unreserving(_ transfer: Transfer) -> [Action] {
+        transfer.reserved > 0 ? [.unreserve(transfer.reserved)] : []
     }
 
     /// A transfer stopped for lack of room: nothing failed. Its readers get their bytes from the
     /// network unstored; background work on the file waits for space.
     private mutating func endedForSpace(_ transfer: Transfer, id: Int, now: ContinuousClock.Instant) -> [Action] {
         transfers[id] = nil
-        var actions = releasing(transfer)
+        var actions = unreserving(transfer)
         actions += answerWaiters(overlapping: transfer.bytes)
         actions += readThroughOrphanedWaiters()
         if let observer = transfer.onFinish {

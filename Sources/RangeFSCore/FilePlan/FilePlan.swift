@@ -225,7 +225,7 @@ struct FilePlan {
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
         /// Give back what the budget promised a background transfer and it did not write.
-        case release(UInt64)
+        case unreserve(UInt64)
         /// The reader's bytes are in the data file at `range`.
         case answer(ReadCompletion, Range<UInt64>)
         case fail(ReadCompletion, FetchError)

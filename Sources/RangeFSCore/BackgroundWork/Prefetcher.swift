@@ -198,7 +198,7 @@ public final class Prefetcher: Sendable {
     func pump() {
         while reserveSlot() {
             if !startNext() {
-                releaseSlot()
+                freeSlot()
                 if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
                     wakeAfterRest()
                     recheckLater()
