@@ -48,8 +48,8 @@ enum PlanFixture {
     static func lines(_ actions: [FilePlan.Action]) -> [String] {
         actions.map { action in
             switch action {
-            case .fetch(let id, let bytes, let urgency, let wholeBody):
-                "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (urgency.priority == .background ? " background" : "")
+            case .fetch(let id, let bytes, let control, let wholeBody):
+                "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (control.purpose == .background ? " background" : "")
             case .retry(let id, let bytes, _, let wholeBody, _):
                 "retry #\(id) \(bytes)" + (wholeBody ? " whole" : "")
             case .raise: "raise"

@@ -55,8 +55,8 @@ import Testing
             "fetch #2 131072..<196608", "fetch #3 196608..<262144", "fetch #4 262144..<327680",
             "fetch #5 327680..<393216", "fetch #6 393216..<458752", "wait #0",
         ])
-        #expect(plan.transfers[1]?.isReadAhead == false, "the reader's own bytes")
-        #expect(plan.transfers[2]?.isReadAhead == true)
+        #expect(plan.transfers[1]?.purpose != .readAhead, "the reader's own bytes")
+        #expect(plan.transfers[2]?.purpose == .readAhead)
         #expect(plan.missingPieces(of: 0..<2 * Self.block, allInFlight: true) == [458_752..<524_288],
                 "block 1's last part is not on its way")
     }
@@ -69,7 +69,7 @@ import Testing
         #expect(plan.write(0, 0..<Self.part) == [])
         // No read came since: the request that ended makes room for the next part of the window.
         #expect(plan.end(0, .success(())) == ["fetch #7 458752..<524288"])
-        #expect(plan.transfers[7]?.isReadAhead == true)
+        #expect(plan.transfers[7]?.purpose == .readAhead)
         #expect(plan.write(1, Self.part..<2 * Self.part) == ["answer 0..<131072"])
         #expect(plan.end(1, .success(())) == ["fetch #8 524288..<589824"])
     }
@@ -127,7 +127,7 @@ import Testing
             "raise", "wait #0",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<57344)
-        #expect(plan.transfers[3]?.isReadAhead == true, "past the reader's own bytes")
+        #expect(plan.transfers[3]?.purpose == .readAhead, "past the reader's own bytes")
     }
 
     /// An opened file's completion asks for the whole file in one request, at one connection's
@@ -147,7 +147,7 @@ import Testing
             "fetch #1 765952..<1572864", "fetch #2 1572864..<2359296", "answer 16384..<32768",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<765_952, "the completion ends where the reader's bytes would come late")
-        #expect(plan.transfers[1]?.isReadAhead == true)
+        #expect(plan.transfers[1]?.purpose == .readAhead)
     }
 
     /// The same completion farther ahead than half the window: read-ahead is not due yet, and

@@ -122,7 +122,7 @@ public final class FileCatalog: Sendable {
                 handlers.withLock { $0.fileOpened }?()
                 lastFileOpen.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
                 if file.isComplete {
-                    environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen, headsToo: false)
+                    environment.client.quietBackground(.completeFileOpened, for: environment.policy.quietAfterCompleteOpen)
                 }
                 return handle
             })

@@ -5,10 +5,11 @@ import Synchronization
 /// data file as they arrive, and their ends are handed to the plan.
 extension CachedFile {
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
-    func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
+    func startFetch(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
         let (attempt, replyFile, prefetched, learnsVersion, conditional) = state.withLock {
-            // Raised (a reader waits on it), it is the reader's.
-            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground,
+            // Background work until raised (a reader waits on it: then it is the reader's). The
+            // control's lock is a leaf under this one (`TransferControl`).
+            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, control.purpose.isBackgroundWork,
              $0.plan.learnsVersion, $0.plan.sendsCondition)
         }
         let source: FetchSource
@@ -17,7 +18,7 @@ extension CachedFile {
         case .later(let actions): return perform(actions, file: replyFile)
         }
         var request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
-                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
+                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, control: control,
                                    maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
                                    wholeBody: wholeBody)
         request.conditional = conditional

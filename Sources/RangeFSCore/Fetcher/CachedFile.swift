@@ -30,7 +30,8 @@ public final class CachedFile: Sendable {
     /// Under it only leaf locks are taken: `CacheBudget.counters` (background reservations in
     /// `fetchNextMissing`) and, when the data file vanished behind our back (`openDataFile`),
     /// `CacheEviction.evictionScheduled` (via `cachedBytesChanged`), the commit queue's
-    /// (`forgetLostData`) and `HostRates` (a reader's look-up). The plan's actions (replies,
+    /// (`forgetLostData`), `HostRates` (a reader's look-up) and `TransferControl` (a transfer's
+    /// purpose as its request goes out). Taken under `KernelReadPaths.modes` (`openCompleteData`). The plan's actions (replies,
     /// requests, events) run after it is released. Eviction of an idle file unlinks its data under it, so that no read reopens
     /// the old file in between; an idle file has no reader to wait.
     let state: Mutex<State>
@@ -241,7 +242,7 @@ public final class CachedFile: Sendable {
     /// Starts a background transfer of the next part of the file's head and tail of `sizes`
     /// (`FilePlan+Heads`, at most `maxBytes`) that is neither here nor on its way, and tells
     /// `onFinish` when it ends. Returns false when there is none to start (or no room for it).
-    /// A reader that waits does not hold it still (`TransferPriority.backgroundAhead`): a scan's
+    /// A reader that waits does not hold it still (`TransferPurpose.headsAndTails`): a scan's
     /// reader, which waits on the network for every file whose head is not here yet, would
     /// otherwise hold back the heads it needs next for as long as it scans.
     func fetchHeadAndTail(_ sizes: HeadTailSizes, maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
@@ -249,7 +250,7 @@ public final class CachedFile: Sendable {
             guard state.plan.wantsBackgroundWork, let piece = state.plan.nextHeadOrTailPiece(sizes, maxBytes: maxBytes) else {
                 return nil
             }
-            return startBackgroundTransfer(of: piece, in: &state, priority: .backgroundAhead, onFinish: onFinish)
+            return startBackgroundTransfer(of: piece, in: &state, purpose: .headsAndTails, onFinish: onFinish)
         }
         guard let actions else { return false }
         perform(actions, file: nil)
@@ -258,7 +259,7 @@ public final class CachedFile: Sendable {
 
     /// Under the lock: opens the data file and starts a background transfer of `piece`, if the
     /// budget has room for it; nil when it does not start.
-    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State, priority: TransferPriority = .background,
+    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State, purpose: TransferPurpose = .background,
                                          onFinish: @escaping @Sendable (Bool) -> Void) -> [FilePlan.Action]? {
         do {
             _ = try openDataFile(&state)
@@ -271,7 +272,7 @@ public final class CachedFile: Sendable {
             state.plan.waitingForSpace = true
             return nil
         }
-        return state.plan.startBackgroundTransfer(piece, priority: priority, onFinish: onFinish)
+        return state.plan.startBackgroundTransfer(piece, purpose: purpose, onFinish: onFinish)
     }
 
     /// Fails the reads waiting past their deadline (`ReadDeadlines`); false once no read waits.
@@ -297,19 +298,19 @@ public final class CachedFile: Sendable {
     func perform(_ actions: [FilePlan.Action], file: DataFile?, readAheadFrom: UInt64? = nil) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes, let urgency, let wholeBody):
+            case .fetch(let id, let bytes, let control, let wholeBody):
                 // Read-ahead a reader's read did not start itself (`continueReadAhead`) is read-ahead whole.
-                let readAheadFrom = readAheadFrom ?? (urgency.priority == .readAhead ? bytes.lowerBound : nil)
-                startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
-            case .retry(let id, let bytes, let urgency, let wholeBody, let delay):
+                let readAheadFrom = readAheadFrom ?? (control.purpose == .readAhead ? bytes.lowerBound : nil)
+                startFetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
+            case .retry(let id, let bytes, let control, let wholeBody, let delay):
                 environment.metrics.retried()
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
+                    startFetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody)
                 }
-            case .raise(let urgency):
-                urgency.raise()
-            case .endEarly(let urgency, let offset):
-                urgency.endEarly(at: offset)
+            case .raise(let control):
+                control.raise()
+            case .endEarly(let control, let offset):
+                control.endEarly(at: offset)
             case .awaitDeadline:
                 environment.readDeadlines.watch(self)
             case .invalidated:

@@ -69,24 +69,23 @@ extension FilePlan {
     }
 
     /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
-    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, priority: TransferPriority = .background,
+    /// `purpose`: `.background`, or `.headsAndTails` for what a scan reads next.
+    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, purpose: TransferPurpose = .background,
                                           onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
         waitingForSpace = false
-        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), priority: priority, onFinish: onFinish)]
+        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), purpose: purpose, onFinish: onFinish)]
     }
 
     /// Records a background transfer of `bytes`, for which the budget promised `reserved` bytes,
     /// held back while readers wait until one waits on it; returns its `.fetch`.
-    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64, priority: TransferPriority = .background,
+    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64, purpose: TransferPurpose = .background,
                                         onFinish: @escaping @Sendable (Bool) -> Void) -> Action {
+        precondition(purpose.isBackgroundWork, "a background transfer is background work")
         let id = nextTransferID
         nextTransferID += 1
-        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes),
-                                urgency: TransferUrgency(priority), onFinish: onFinish)
-        transfer.forReader = false
+        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes), purpose: purpose, onFinish: onFinish)
         transfer.reserved = reserved
-        transfer.mayBeHeldBack = true
         transfers[id] = transfer
-        return .fetch(id: id, bytes: bytes, urgency: transfer.urgency)
+        return .fetch(id: id, bytes: bytes, control: transfer.control)
     }
 }

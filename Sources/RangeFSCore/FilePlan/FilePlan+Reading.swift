@@ -80,10 +80,9 @@ extension FilePlan {
             // the rest of them: one held back there would hold the reader (and, as background
             // work waits while a reader does, both) until the read's deadline.
             let waitedFor = pieceAligned(bytes)
-            for (id, transfer) in transfers where (transfer.mayBeHeldBack || transfer.isReadAhead) && transfer.bytes.overlaps(waitedFor) {
-                transfers[id]?.mayBeHeldBack = false
-                transfers[id]?.isReadAhead = false
-                actions.append(.raise(transfer.urgency))
+            for (id, transfer) in transfers where transfer.purpose.mayBeRaised && transfer.bytes.overlaps(waitedFor) {
+                transfers[id]?.purpose = .reader
+                actions.append(.raise(transfer.control))
             }
             actions.append(.awaitDeadline(waiter: id))
         }
@@ -110,7 +109,7 @@ extension FilePlan {
         let request = requestBytes(hostBytesPerSecond: hostBytesPerSecond)
         // Read-ahead (bytes the reader does not need yet) stops at `maxReaderRequests` in flight;
         // the reader's next reads ask for the rest as those end.
-        var readerRequests = transfers.values.count { $0.forReader && !$0.wholeBody }
+        var readerRequests = transfers.values.count { $0.startedAs.isForReader && !$0.wholeBody }
         let seek = pageAligned(bytes).lowerBound
         requesting: for var piece in missingPieces(of: layout.byteRange(ofBlocks: layout.blocks(covering: bytes)), allInFlight: true) {
             // A reader that lands deep inside a missing block (a seek) should not wait for the
@@ -221,13 +220,9 @@ extension FilePlan {
     mutating func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>, readAhead: Bool = false) -> Action {
         let id = nextTransferID
         nextTransferID += 1
-        var transfer = Transfer(bytes: bytes, blocks: blocks)
-        if readAhead {
-            transfer.urgency = TransferUrgency(.readAhead)
-            transfer.isReadAhead = true
-        }
+        let transfer = Transfer(bytes: bytes, blocks: blocks, purpose: readAhead ? .readAhead : .reader)
         transfers[id] = transfer
-        return .fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)
+        return .fetch(id: id, bytes: transfer.bytes, control: transfer.control)
     }
 
     /// For a server that ignores ranges: one GET of the whole file, unless one is running.
@@ -240,7 +235,7 @@ extension FilePlan {
         let all = 0..<layout.blockCount
         let transfer = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
         transfers[id] = transfer
-        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency, wholeBody: true)]
+        return [.fetch(id: id, bytes: transfer.bytes, control: transfer.control, wholeBody: true)]
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.

@@ -76,7 +76,7 @@ extension FilePlan {
         guard !sources.isSingle, invalidated == nil, !streamOnly else { return nil }
         var slowest: (id: Int, seconds: Double, rate: Double)?
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key })
-        where !transfer.forReader && !transfer.wholeBody && !transfer.parked && transfer.source != nil {
+        where !transfer.startedAs.isForReader && !transfer.wholeBody && !transfer.parked && transfer.source != nil {
             guard let rate = transfer.bytesPerSecond(at: now, policy: policy), rate > 0 else { continue }
             let seconds = Double(transfer.bytes.upperBound - transfer.frontier) / rate
             if seconds > slowest?.seconds ?? policy.slowTailLimit.timeInterval { slowest = (id, seconds, rate) }
@@ -260,7 +260,7 @@ extension FilePlan {
     private func retrying(_ id: Int, after delay: Duration) -> Action {
         let transfer = transfers[id]!
         let bytes = transfer.wholeBody ? transfer.bytes : transfer.frontier..<transfer.bytes.upperBound
-        return .retry(id: id, bytes: bytes, urgency: transfer.urgency, wholeBody: transfer.wholeBody, after: delay)
+        return .retry(id: id, bytes: bytes, control: transfer.control, wholeBody: transfer.wholeBody, after: delay)
     }
 
     /// Ends transfer `id` for good (its observer is told by `transferEnded`), failing the readers of its rest.

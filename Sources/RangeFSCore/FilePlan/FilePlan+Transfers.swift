@@ -102,7 +102,7 @@ extension FilePlan {
                 transfers[id] = transfer
                 let retried = transfer.wholeBody ? transfer.bytes : remainder
                 actions.append(.log(.warning, "GET \(name) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)"))
-                actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+                actions.append(.retry(id: id, bytes: retried, control: transfer.control,
                                       wholeBody: transfer.wholeBody, after: delay))
                 ended = false
             } else {
@@ -116,7 +116,7 @@ extension FilePlan {
         if case .failure(.cancelled) = result { unmounting = true }
         if !unmounting {
             actions += refetchForOrphanedWaiters()
-            if transfer.forReader, result.isSuccess { actions += continueReadAhead(now: now) }
+            if transfer.startedAs.isForReader, result.isSuccess { actions += continueReadAhead(now: now) }
         }
         if ended, let observer = transfer.onFinish {
             actions.append(.notify(observer, result.isSuccess))
@@ -140,7 +140,7 @@ extension FilePlan {
         transfer.rateSample = nil
         transfers[id] = transfer
         let retried = transfer.wholeBody ? transfer.bytes : remainder
-        actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency, wholeBody: transfer.wholeBody, after: .zero))
+        actions.append(.retry(id: id, bytes: retried, control: transfer.control, wholeBody: transfer.wholeBody, after: .zero))
         return actions
     }
 
@@ -226,7 +226,7 @@ extension FilePlan {
             transfer.rateSample = nil
             transfers[id] = transfer
             let retried = transfer.wholeBody ? transfer.bytes : remainder
-            actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+            actions.append(.retry(id: id, bytes: retried, control: transfer.control,
                                   wholeBody: transfer.wholeBody, after: .zero))
         }
         return actions

@@ -1,52 +1,84 @@
 import Foundation
 import Synchronization
 
+/// Why background work stands still for a while though no reader waits (rule 2 of the
+/// scheduling note, `TransferPurpose.swift`).
+public enum BackgroundQuiet: Sendable, Equatable {
+    /// A program was handed a complete file, which the kernel reads from the cache disk
+    /// unseen: whole-file work stands still, heads and tails go on (`quietAfterCompleteOpen`).
+    case completeFileOpened
+    /// A program walks a near server's tree without opening files, bound by the CPU: heads and
+    /// tails stand still too (`walkQuiet`, `FileCatalog.treeWalked`).
+    case treeWalk
+    /// The mount has just started: a program's first requests have the server and the link to
+    /// themselves, heads and tails included (`mountGrace`).
+    case mountGrace
+
+    /// Heads and tails stand still too, not only whole-file work.
+    var holdsHeadsAndTails: Bool { self != .completeFileOpened }
+
+    /// Whether a program's walk of the tree quiets all background work: no file was opened,
+    /// and no listing came from a distant server, for `scanOpensWithin`. A walk that waits on a
+    /// distant server leaves the CPU idle, and the heads fetched meanwhile serve the scan that
+    /// usually follows; a scanner opens the files it walks to.
+    static func walkQuiets(sinceLastOpen: Duration, sinceLastDistantListing: Duration, policy: FetchPolicy) -> Bool {
+        sinceLastOpen > policy.scanOpensWithin && sinceLastDistantListing > policy.scanOpensWithin
+    }
+}
+
 /// Whether background transfers must stand still right now: a reader waits on the network
-/// (a foreground transfer handed in or running), a program was just handed a complete file
-/// (`quiet`), a program walks the tree without opening files (`headsQuiet`, heads and tails
-/// too), or background work is paused (all of it). Background transfers check it in their
-/// write callback, so they stop within one buffer even while the loop is inside a long
-/// `curl_multi_perform`, instead of draining whole chunks first.
+/// (a transfer that makes background wait handed in or running), a quiet holds them
+/// (`BackgroundQuiet`), or background work is paused (all of it). Background transfers check it
+/// in their write callback, so they stop within one buffer even while the loop is inside a long
+/// `curl_multi_perform`, instead of draining whole chunks first. Atomics only: read from the
+/// loop thread and the write callbacks, set from any thread, no lock taken.
 final class BackgroundGate: Sendable {
-    private let foregroundWaiting = Atomic<Bool>(false)
-    private let foregroundRunning = Atomic<Bool>(false)
+    private let readerWaiting = Atomic<Bool>(false)
+    private let readerRunning = Atomic<Bool>(false)
     private let paused = Atomic<Bool>(false)
     /// Whole-file background work stands still until then, though no reader waits.
-    let quiet = QuietDeadline()
+    private let wholeFilesQuiet = QuietDeadline()
     /// All background work stands still until then, heads and tails too.
-    let headsQuiet = QuietDeadline()
+    private let allQuiet = QuietDeadline()
+
+    /// The deadline a quiet for `reason` extends.
+    func quiet(_ reason: BackgroundQuiet) -> QuietDeadline {
+        reason.holdsHeadsAndTails ? allQuiet : wholeFilesQuiet
+    }
 
     /// What stands still right now. The loop (starting and holding transfers) and the write
     /// callbacks (pausing themselves) all ask this one rule.
     var holds: Holds {
-        let heads = paused.load(ordering: .acquiring) || headsQuiet.timeLeft > .zero
-        let wholeFiles = heads || foregroundWaiting.load(ordering: .acquiring)
-            || foregroundRunning.load(ordering: .acquiring) || quiet.timeLeft > .zero
-        return Holds(heads: heads, wholeFiles: wholeFiles)
+        let headsAndTails = paused.load(ordering: .acquiring) || allQuiet.timeLeft > .zero
+        let background = headsAndTails || readerWaiting.load(ordering: .acquiring)
+            || readerRunning.load(ordering: .acquiring) || wholeFilesQuiet.timeLeft > .zero
+        return Holds(headsAndTails: headsAndTails, background: background)
     }
 
     /// Which background work stands still, read once.
     struct Holds {
-        /// Heads and tails (`backgroundAhead`) too: paused, or a walk of a near server.
-        let heads: Bool
-        /// Whole-file work (`background`): also while a reader waits, or after a complete file opened.
-        let wholeFiles: Bool
+        /// `headsAndTails` too: paused, a walk of a near server, the mount's first moments.
+        let headsAndTails: Bool
+        /// `background`: also while a reader waits, or after a complete file opened.
+        let background: Bool
 
-        /// Whether a transfer of `spec` stands still; foreground ones never do.
-        func hold(_ spec: TransferSpec) -> Bool {
-            spec.isHeldWhileReadersWait ? wholeFiles : spec.isBackground && heads
+        /// Whether a transfer of `purpose` stands still; only background work ever does.
+        func hold(_ purpose: TransferPurpose) -> Bool {
+            purpose.waitsWhileReadersWait ? background : purpose.isBackgroundWork && headsAndTails
         }
     }
 
     /// How long until a quiet ends and background work may go on (nil: none holds it).
     var quietTimeLeft: Duration? {
-        let left = max(quiet.timeLeft, headsQuiet.timeLeft)
+        let left = max(wholeFilesQuiet.timeLeft, allQuiet.timeLeft)
         return left > .zero ? left : nil
     }
 
-    func foregroundArrived() { foregroundWaiting.store(true, ordering: .releasing) }
-    func foregroundTaken() { foregroundWaiting.store(false, ordering: .releasing) }
-    func setForegroundRunning(_ running: Bool) { foregroundRunning.store(running, ordering: .releasing) }
+    /// A transfer that makes background wait was handed in (or raised).
+    func readerArrived() { readerWaiting.store(true, ordering: .releasing) }
+    /// The loop took what was handed in: it knows of those transfers itself from now on.
+    func readersTaken() { readerWaiting.store(false, ordering: .releasing) }
+    func setReaderRunning(_ running: Bool) { readerRunning.store(running, ordering: .releasing) }
     func setPaused(_ value: Bool) { paused.store(value, ordering: .releasing) }
 }
 

@@ -26,13 +26,13 @@ extension FilePlan {
         let wanted = region.clamped(to: transfer.frontier..<transfer.bytes.upperBound)
         guard !wanted.isEmpty else { return nil }
         let own = transfer.bytesPerSecond(at: now, policy: policy)
-        let speed = transfer.mayBeHeldBack ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
+        let speed = transfer.purpose.isBackgroundWork ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
         // Bytes up to `reach` come soon; the transfer can be cut at a multiple of `step`.
         let reach: Double
-        let step = transfer.forReader ? layout.blockSize : Self.pageSize
+        let step = transfer.startedAs.isForReader ? layout.blockSize : Self.pageSize
         if let rate = speed {
             reach = Double(transfer.frontier) + max(rate, 0) * policy.joinWaitLimit.timeInterval
-        } else if transfer.forReader {
+        } else if transfer.startedAs.isForReader {
             return nil
         } else {
             reach = Double(transfer.frontier + policy.joinDistance)
@@ -53,7 +53,7 @@ extension FilePlan {
         var actions: [Action] = []
         var cutAny = false
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
-            let region = transfer.forReader ? bytes : withReadAhead ?? bytes
+            let region = transfer.startedAs.isForReader ? bytes : withReadAhead ?? bytes
             guard let late = firstLateByte(of: region, in: transfer, now: now, hostBytesPerSecond: hostBytesPerSecond) else { continue }
             if let (unreserved, endEarly) = cut(id, at: late) {
                 cutAny = true
@@ -84,7 +84,7 @@ extension FilePlan {
         let unreserved = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
         transfer.reserved -= unreserved
         transfers[id] = transfer
-        return (unreserved, .endEarly(transfer.urgency, at: end))
+        return (unreserved, .endEarly(transfer.control, at: end))
     }
 
     /// How many of `count` bytes arriving for transfer `id` at `offset` it still wants: fewer
@@ -104,7 +104,7 @@ extension FilePlan {
     /// The measured speed of transfer `id` when it was started for a reader (what the shell
     /// remembers as its host's speed); nil for background work or before it is known.
     func readerTransferSpeed(_ id: Int, now: ContinuousClock.Instant) -> Double? {
-        guard let transfer = transfers[id], transfer.forReader else { return nil }
+        guard let transfer = transfers[id], transfer.startedAs.isForReader else { return nil }
         return transfer.bytesPerSecond(at: now, policy: policy)
     }
 }
