@@ -48,7 +48,7 @@ enum PlanFixture {
     static func lines(_ actions: [FilePlan.Action]) -> [String] {
         actions.map { action in
             switch action {
-            case .fetch(let id, let bytes, let control, let wholeBody):
+            case .fetch(let id, let bytes, let control, let wholeBody, _):
                 "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (control.purpose == .background ? " background" : "")
             case .retry(let id, let bytes, _, let wholeBody, _):
                 "retry #\(id) \(bytes)" + (wholeBody ? " whole" : "")

@@ -212,7 +212,7 @@ private struct PlanSimulation {
     private mutating func perform(_ actions: [FilePlan.Action]) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes, let control, _):
+            case .fetch(let id, let bytes, let control, _, _):
                 asked(id, bytes, control: control, what: "fetch")
             case .retry(let id, let bytes, let control, _, _):
                 asked(id, bytes, control: control, what: "retry")

@@ -9,6 +9,31 @@ extension FilePlan {
         !complete && layout.blockCount > 0 && invalidated == nil && !sources.allDropped
     }
 
+    /// What background work does next on this file (`CachedFile.fetchNextMissing` performs it).
+    enum BackgroundStep {
+        /// Nothing to start: the file needs none, or every missing byte it may take is on its way.
+        case none
+        /// Start these: a server that ignores ranges gets one stream of the whole file; a slow
+        /// mirror's tail moves to a faster one (`takeOverSlowTail`).
+        case start([Action])
+        /// Fetch these bytes, once the budget has promised them room (`startBackgroundTransfer`).
+        case piece(Range<UInt64>)
+    }
+
+    mutating func nextBackgroundStep(maxBytes: UInt64, now: ContinuousClock.Instant,
+                                     onFinish: @escaping @Sendable (Bool) -> Void) -> BackgroundStep {
+        guard wantsBackgroundWork else { return .none }
+        if streamOnly {
+            let actions = planStream()
+            return actions.isEmpty ? .none : .start(actions)
+        }
+        guard let piece = nextBackgroundPiece(maxBytes: maxBytes, now: now) else {
+            // Every missing byte is on its way: a slow mirror's tail may go to a faster one.
+            return takeOverSlowTail(now: now, onFinish: onFinish).map { .start($0) } ?? .none
+        }
+        return .piece(piece)
+    }
+
     /// The next bytes background work should fetch to complete the file: its first gap that
     /// background work may take (`firstBackgroundGap`).
     func nextBackgroundPiece(maxBytes: UInt64, now: ContinuousClock.Instant = .now) -> Range<UInt64>? {

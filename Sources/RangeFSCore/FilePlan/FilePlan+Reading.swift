@@ -86,7 +86,16 @@ extension FilePlan {
             }
             actions.append(.awaitDeadline(waiter: id))
         }
-        return actions
+        // What the transfers this read starts bring past its end is read-ahead.
+        return actions.map { $0.fetchingAhead(from: bytes.upperBound) }
+    }
+
+    /// Whether a read is stored with its read-ahead, stored without it, or read through
+    /// unstored (`ReadThrough`), by what the cache has room for after evicting what it could.
+    enum ReadRoom { case store, storeWithoutReadAhead, readThrough }
+
+    static func readRoom(fitsWithReadAhead: Bool, fitsAlone: Bool) -> ReadRoom {
+        fitsWithReadAhead ? .store : fitsAlone ? .storeWithoutReadAhead : .readThrough
     }
 
     /// The bytes of the blocks a read of `bytes` would store (0 when nothing is to be stored).
@@ -222,7 +231,8 @@ extension FilePlan {
         nextTransferID += 1
         let transfer = Transfer(bytes: bytes, blocks: blocks, purpose: readAhead ? .readAhead : .reader)
         transfers[id] = transfer
-        return .fetch(id: id, bytes: transfer.bytes, control: transfer.control)
+        // Read-ahead no read started itself (`continueReadAhead`) is read-ahead whole.
+        return .fetch(id: id, bytes: transfer.bytes, control: transfer.control, readAheadFrom: readAhead ? bytes.lowerBound : nil)
     }
 
     /// For a server that ignores ranges: one GET of the whole file, unless one is running.
@@ -257,5 +267,13 @@ extension FilePlan {
         }
         guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
         return end
+    }
+}
+
+extension FilePlan.Action {
+    /// A `.fetch` started by a read that ends at `offset`: its bytes from there on are read-ahead.
+    func fetchingAhead(from offset: UInt64) -> Self {
+        guard case .fetch(let id, let bytes, let control, let wholeBody, _) = self else { return self }
+        return .fetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: offset)
     }
 }

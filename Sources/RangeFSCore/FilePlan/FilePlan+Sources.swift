@@ -13,6 +13,25 @@ extension FilePlan {
         case later([Action])
     }
 
+    /// What the shell needs to send an attempt of a transfer, decided in one step.
+    struct AttemptStart {
+        var attempt: Attempt
+        /// Background work not raised (`TransferPurpose.isBackgroundWork`): it keeps within
+        /// `--max-rate`, and its speed is not taken for its host's.
+        var isBackgroundWork: Bool
+        /// Its reply names the file's version (`learnsVersion`): checked before its body is used.
+        var learnsVersion: Bool
+        /// It names the version it wants (`sendsCondition`).
+        var conditional: Bool
+    }
+
+    /// Transfer `id` starts or starts again (`beginAttempt`), with what its request needs.
+    mutating func startAttempt(_ id: Int, now: ContinuousClock.Instant) -> AttemptStart {
+        let attempt = beginAttempt(id, now: now)
+        return AttemptStart(attempt: attempt, isBackgroundWork: transfers[id]?.purpose.isBackgroundWork ?? false,
+                            learnsVersion: learnsVersion, conditional: sendsCondition)
+    }
+
     /// Transfer `id` starts or starts again: the best usable source takes it, passing over the
     /// one its last attempt failed at when another is usable.
     mutating func beginAttempt(_ id: Int, now: ContinuousClock.Instant) -> Attempt {

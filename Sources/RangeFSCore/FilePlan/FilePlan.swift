@@ -212,7 +212,10 @@ struct FilePlan {
 
     /// Work decided under the lock and done after it is released.
     enum Action {
-        case fetch(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool = false)
+        /// `readAheadFrom`: the transfer's bytes from there on are fetched ahead of the reader
+        /// whose read started it (the metrics count them apart); nil when all are its own, or
+        /// background work's.
+        case fetch(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool = false, readAheadFrom: UInt64? = nil)
         case retry(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool, after: Duration)
         /// A reader waits on this transfer now: it is a reader's (`TransferControl.raise`).
         case raise(TransferControl)
