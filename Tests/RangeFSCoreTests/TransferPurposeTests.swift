@@ -73,6 +73,8 @@ import Testing
         #expect(BackgroundQuiet.walkQuiets(sinceLastOpen: long, sinceLastDistantListing: long, policy: policy))
         #expect(!BackgroundQuiet.walkQuiets(sinceLastOpen: .milliseconds(5), sinceLastDistantListing: long, policy: policy))
         #expect(!BackgroundQuiet.walkQuiets(sinceLastOpen: long, sinceLastDistantListing: .milliseconds(5), policy: policy))
+        #expect(BackgroundQuiet.isDistant(listingTime: policy.distantListingTime, policy: policy))
+        #expect(!BackgroundQuiet.isDistant(listingTime: .milliseconds(2), policy: policy), "a near server answers in a millisecond or two")
     }
 
     /// The plan keeps its own view of a transfer's purpose, raised in the step that returns

@@ -29,7 +29,9 @@ extension FileCatalog {
     private func treeWalked(latestListingTime: Duration) {
         let policy = environment.policy
         let now = DispatchTime.now().uptimeNanoseconds
-        if latestListingTime >= policy.distantListingTime { lastDistantListing.store(now, ordering: .relaxed) }
+        if BackgroundQuiet.isDistant(listingTime: latestListingTime, policy: policy) {
+            lastDistantListing.store(now, ordering: .relaxed)
+        }
         func since(_ moment: UInt64) -> Duration { .nanoseconds(now &- moment) }
         guard BackgroundQuiet.walkQuiets(sinceLastOpen: since(lastFileOpen.load(ordering: .relaxed)),
                                          sinceLastDistantListing: since(lastDistantListing.load(ordering: .relaxed)),

@@ -254,8 +254,8 @@ extension FilePlan {
     /// request per read. So a first read of half a block whose block is already on its way (the
     /// head the prefetcher fetched for scanners) asks for nothing more: a tag reader that reads
     /// only the head costs no read-ahead, and a player's read-ahead starts with its second read
-    /// (a library's first scan over a distant link took 9.6 s instead of 7.3 with exactly half
-    /// enough; a read-through at 96 KB/s per connection gained 16 % from it).
+    /// (the scan is what the heads are for; docs/benchmarks.md has what exactly half enough
+    /// cost the scan and gained a read-through).
     func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
         guard window > 0, offset < layout.fileSize else { return nil }
         let end = min(layout.fileSize, offset + window)

@@ -117,6 +117,9 @@ final class CurlTransfer {
         rangefs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         rangefs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        // Unretained: the loop keeps this transfer (`CurlMultiLoop.active`) for as long as its
+        // easy handle is in the multi handle, the only time libcurl calls these callbacks, and
+        // `deinit` cleans the handle up before the object goes.
         let context = Unmanaged.passUnretained(self).toOpaque()
         rangefs_easy_setopt_write_callback(easy, curlTransferWrite)
         rangefs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)

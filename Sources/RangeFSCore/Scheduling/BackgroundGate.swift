@@ -17,6 +17,12 @@ public enum BackgroundQuiet: Sendable, Equatable {
     /// Heads and tails stand still too, not only whole-file work.
     var holdsHeadsAndTails: Bool { self != .completeFileOpened }
 
+    /// Whether a listing that took `listingTime` (from its request to its first byte: the
+    /// server's answer, not a wait for a connection) came from a distant server.
+    static func isDistant(listingTime: Duration, policy: FetchPolicy) -> Bool {
+        listingTime >= policy.distantListingTime
+    }
+
     /// Whether a program's walk of the tree quiets all background work: no file was opened,
     /// and no listing came from a distant server, for `scanOpensWithin`. A walk that waits on a
     /// distant server leaves the CPU idle, and the heads fetched meanwhile serve the scan that
