@@ -94,4 +94,20 @@ struct FilePlanDecisionTests {
         #expect(Self.readAheadFrom(read) == [4096])
         #expect(Self.readAheadFrom(plan.startBackgroundTransfer(32 * Fixture.block..<33 * Fixture.block, onFinish: { _ in })) == [nil])
     }
+
+    /// Read-ahead that goes out as a reader's request ends (`continueReadAhead`) was asked for
+    /// by no read: all its bytes are read-ahead.
+    @Test func readAheadSentAsARequestEndsIsReadAheadWhole() {
+        var policy = Fixture.policy
+        policy.minRequestBytes = Fixture.block
+        policy.maxReaderRequests = 3
+        var plan = Fixture.plan(size: 16 * Fixture.block, policy: policy)
+        plan.openHandles = 1
+        let read = plan.read(0..<Fixture.block, readAhead: 7 * Fixture.block, now: Fixture.start, completion: Fixture.noReply)
+        #expect(Self.readAheadFrom(read) == [Fixture.block, Fixture.block, Fixture.block])
+        _ = plan.write(0, 0..<Fixture.block)
+        let ended = plan.transferEnded(0, .success(()), now: Fixture.start)
+        #expect(Fixture.lines(ended) == ["fetch #3 196608..<262144"])
+        #expect(Self.readAheadFrom(ended) == [3 * Fixture.block])
+    }
 }
