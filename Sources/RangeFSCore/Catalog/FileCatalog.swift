@@ -16,6 +16,10 @@ public final class FileCatalog: Sendable {
     public var manifest: Manifest { table.withLock { $0.all } }
     /// The entries of the current manifest, in its order (indices into `manifest.entries`).
     public var activeEntries: [Int] { table.withLock { $0.active } }
+    /// Leaf locks, this one and `usage`, `rangeIgnoringServers` and `handlers` below: each is
+    /// held only to read or change its value; handlers, files and the database are called after
+    /// it is released. `rangeIgnoringServers` is also taken under `LoadedFiles.slots`, which
+    /// makes a file (`makeFile`) under its lock.
     private let table: Mutex<EntryTable>
 
     struct EntryTable {

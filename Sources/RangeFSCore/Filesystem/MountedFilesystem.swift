@@ -36,6 +36,8 @@ public final class MountedFilesystem: Sendable {
     /// may keep them a while.
     public let attributeTimeout: Double = 300
 
+    /// Leaf locks, this one and `handles` and `kernel` below: each is held only to read or
+    /// replace its value; the catalog, the files and the kernel are called after it is released.
     private let tree: Mutex<MountedTree>
     private let catalog: FileCatalog
     /// For a tree made from a server's listings: lists each directory when first looked at.
