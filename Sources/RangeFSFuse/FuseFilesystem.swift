@@ -37,7 +37,7 @@ final class FuseFilesystem: Sendable {
                 // libfuse's high-level layer does, or the file would count as open for ever.
                 guard !request.reply(open: opened, info: info) else { return }
                 self.logger.debug("open of inode \(inode) was interrupted; its handle is closed")
-                self.core.release(handle: opened.handle)
+                self.core.closeHandle(opened.handle)
             case .failure(let error):
                 request.reply(error: error)
             }
@@ -49,7 +49,7 @@ final class FuseFilesystem: Sendable {
     }
 
     func release(_ request: FuseRequest, info: fuse_file_info) {
-        request.reply(core.release(handle: info.fh))
+        request.reply(core.closeHandle(info.fh))
     }
 
     func getxattr(_ request: FuseRequest, inode: InodeNumber, name: String, size: Int) {

@@ -72,7 +72,7 @@ func budgetOnARealDirectory() throws {
     #expect(!full.claim(4096, reservedPart: 0))
     #expect(full.excess >= 60 * mebibyte)
 
-    // Room for 8 MiB under a size limit: reservations are counted until written or released.
+    // Room for 8 MiB under a size limit: reservations are counted until written or unreserved.
     let sized = CacheBudget(limits: CacheLimits(maxBytes: 8 * mebibyte), directory: directory, initialBytes: 0)
     #expect(sized.reserve(6 * mebibyte))
     #expect(!sized.hasRoom(for: 4 * mebibyte))
@@ -81,7 +81,7 @@ func budgetOnARealDirectory() throws {
     #expect(sized.hasRoom(forRead: 4 * mebibyte))
     #expect(sized.claim(mebibyte, reservedPart: mebibyte))
     sized.add(Int64(mebibyte))
-    sized.release(5 * mebibyte)
+    sized.unreserve(5 * mebibyte)
     #expect(sized.hasRoom(for: 7 * mebibyte))
     #expect(!sized.hasRoom(for: 7 * mebibyte + 1))
     #expect(sized.shortfall(extra: 8 * mebibyte) == mebibyte)

@@ -241,7 +241,7 @@ struct EngineHeadsTests {
         defer { mount.close() }
         let engine = mount.engine
         let opened = try #require(try mount.open(mount.inode("f00.bin")).value)
-        defer { _ = mount.filesystem.release(handle: opened.handle) }
+        defer { _ = mount.filesystem.closeHandle(opened.handle) }
         #expect(try mount.lookup("f01.bin").value != nil)
         engine.prefetcher.start()
         #expect(FilesystemHarness.eventually(timeout: 0.5) { engine.server.requests.contains { $0.method == "GET" } },

@@ -185,7 +185,7 @@ private let noReply = PlanFixture.noReply
         #expect(plan.write(0, 0..<4096) == [])
         plan.stopForSpace(0)
         #expect(plan.end(0, .failure(.localStorage("no room"))) == [
-            "release 126976", "read through 8192..<8202", "notify true",
+            "unreserve 126976", "read through 8192..<8202", "notify true",
         ])
         #expect(plan.waitingForSpace && plan.transfers.isEmpty)
     }
@@ -340,7 +340,7 @@ private let noReply = PlanFixture.noReply
         #expect(PlanFixture.lines(plan.startBackgroundTransfer(3 * block..<5 * block, onFinish: { _ in })) == ["fetch #1 196608..<327680 background"])
         #expect(plan.nextBackgroundPiece(maxBytes: 16 * block, now: readerGone) == 5 * block..<6 * block + 1)
         #expect(plan.transfers[1]?.reserved == 2 * block)
-        #expect(plan.end(1, .success(())) == ["release 131072", "notify true"])
+        #expect(plan.end(1, .success(())) == ["unreserve 131072", "notify true"])
     }
 
     @Test func backgroundWorkLeavesTheBlocksPastASequentialReaderToItsReadAhead() {

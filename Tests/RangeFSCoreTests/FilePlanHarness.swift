@@ -48,8 +48,8 @@ enum PlanFixture {
     static func lines(_ actions: [FilePlan.Action]) -> [String] {
         actions.map { action in
             switch action {
-            case .fetch(let id, let bytes, let urgency, let wholeBody):
-                "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (urgency.priority == .background ? " background" : "")
+            case .fetch(let id, let bytes, let control, let wholeBody, _):
+                "fetch #\(id) \(bytes)" + (wholeBody ? " whole" : "") + (control.purpose == .background ? " background" : "")
             case .retry(let id, let bytes, _, let wholeBody, _):
                 "retry #\(id) \(bytes)" + (wholeBody ? " whole" : "")
             case .raise: "raise"
@@ -64,7 +64,7 @@ enum PlanFixture {
             case .verifyPiece(let index, let bytes, _, let token): "verify piece \(index) \(bytes) #\(token)"
             case .probeSource(let index, _, let delay): "probe source \(index)" + (delay > .zero ? " later" : "")
             case .cachedBytes(let delta): "cached \(delta)"
-            case .release(let bytes): "release \(bytes)"
+            case .unreserve(let bytes): "unreserve \(bytes)"
             case .answer(_, let bytes): "answer \(bytes)"
             case .fail(_, let error): "fail \(error.description)"
             case .readThrough(let bytes, _): "read through \(bytes)"

@@ -34,21 +34,21 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
     @Test(arguments: [
         JoinCase(name: "unknown speed, background work, reader far ahead: cut, own request",
                  started: .background, readAt: far,
-                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "unreserve 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "unknown speed, background work, reader at its frontier: waits (and raises it)",
                  started: .background, readAt: 0, expected: ["raise", "wait #0"]),
         JoinCase(name: "unknown speed, background work, reader two blocks past its frontier: cut, own request",
                  started: .background, readAt: 2 * block, expected: [
-                     "end early at 131072", "release 917504", "log debug", "fetch #1 131072..<196608", "wait #0",
+                     "end early at 131072", "unreserve 917504", "log debug", "fetch #1 131072..<196608", "wait #0",
                  ]),
         JoinCase(name: "unknown speed, a reader's transfer, its kernel read-ahead beyond the join distance: waits",
                  started: .forReader, readAt: 3 * block, expected: ["wait #1"]),
         JoinCase(name: "a first burst alone tells no speed: background work is not waited for",
                  started: .background, writes: [(0..<4 * block, .zero)], readAt: far, readTime: .milliseconds(10),
-                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "unreserve 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "known slow speed (80 KB/s), background work: cut, own request",
                  started: .background, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
-                 expected: [cutAtFar, "release 262144", "log debug", farBlock, "wait #0"]),
+                 expected: [cutAtFar, "unreserve 262144", "log debug", farBlock, "wait #0"]),
         JoinCase(name: "known slow speed (80 KB/s), a reader's transfer: cut, own request",
                  started: .forReader, writes: [(0..<16384, .zero), (16384..<32768, .milliseconds(200))], readAt: far,
                  expected: [cutAtFar, "log debug", farBlock, "wait #1"]),
@@ -97,7 +97,7 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
     @Test func aCutTransferStopsAtItsCutAndEndsWithoutFailing() {
         var plan = PlanFixture.plan(size: Self.size)
         _ = plan.background(0..<Self.size)
-        #expect(plan.read(Self.far..<Self.far + 4096) == [Self.cutAtFar, "release 262144", "log debug", Self.farBlock, "wait #0"])
+        #expect(plan.read(Self.far..<Self.far + 4096) == [Self.cutAtFar, "unreserve 262144", "log debug", Self.farBlock, "wait #0"])
         // Its response still carries the reader's bytes: they are not written by it.
         #expect(plan.bytesWanted(by: 0, at: 11 * block, count: 2 * block) == block)
         #expect(plan.bytesWanted(by: 0, at: Self.far, count: block) == 0)
@@ -131,7 +131,7 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
         // Ten seconds on without a byte more: a reader of block 12 asks for its own block, and
         // the reader of block 13, whose transfer now ends before it, for its page.
         #expect(plan.read(Self.far..<Self.far + 100, at: .seconds(10)) == [
-            Self.cutAtFar, "release 262144", "log debug", Self.farBlock, "fetch #2 851968..<856064", "wait #1",
+            Self.cutAtFar, "unreserve 262144", "log debug", Self.farBlock, "fetch #2 851968..<856064", "wait #1",
         ])
     }
 }

@@ -67,7 +67,7 @@ private struct PlanSimulation {
     var written: [Range<UInt64>] = []
     /// Live requests: what each still brings (from its frontier to its end, a cut's end once cut).
     var live: [Int: Range<UInt64>] = [:]
-    /// The transfer each urgency belongs to (a cut names the urgency).
+    /// The transfer each control belongs to (a cut names the control).
     var transferOf: [ObjectIdentifier: Int] = [:]
     /// Reads not answered yet, with their bytes and deadline.
     var pending: [Int: (bytes: Range<UInt64>, deadline: ContinuousClock.Instant)] = [:]
@@ -212,12 +212,12 @@ private struct PlanSimulation {
     private mutating func perform(_ actions: [FilePlan.Action]) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes, let urgency, _):
-                asked(id, bytes, urgency: urgency, what: "fetch")
-            case .retry(let id, let bytes, let urgency, _, _):
-                asked(id, bytes, urgency: urgency, what: "retry")
-            case .endEarly(let urgency, let offset):
-                guard let id = transferOf[ObjectIdentifier(urgency)], let range = live[id] else { continue }
+            case .fetch(let id, let bytes, let control, _, _):
+                asked(id, bytes, control: control, what: "fetch")
+            case .retry(let id, let bytes, let control, _, _):
+                asked(id, bytes, control: control, what: "retry")
+            case .endEarly(let control, let offset):
+                guard let id = transferOf[ObjectIdentifier(control)], let range = live[id] else { continue }
                 live[id] = range.lowerBound..<max(range.lowerBound, min(range.upperBound, offset))
                 history.append("cut #\(id) at \(offset)")
             case .answer(let completion, let bytes):
@@ -231,7 +231,7 @@ private struct PlanSimulation {
                 resolve(answered: false)
             case .notify(let observer, let succeeded):
                 observer(succeeded)
-            case .raise, .awaitDeadline, .cachedBytes, .release, .commit, .commitLater, .log:
+            case .raise, .awaitDeadline, .cachedBytes, .unreserve, .commit, .commitLater, .log:
                 continue
             case .invalidated where changed:
                 continue
@@ -241,7 +241,7 @@ private struct PlanSimulation {
         }
     }
 
-    private mutating func asked(_ id: Int, _ bytes: Range<UInt64>, urgency: TransferUrgency, what: String) {
+    private mutating func asked(_ id: Int, _ bytes: Range<UInt64>, control: TransferControl, what: String) {
         history.append("\(what) #\(id) \(bytes)")
         if changed { violations.append("\(what) #\(id) asks for \(bytes) of a version that changed") }
         for (other, range) in live where other != id && range.overlaps(bytes) {
@@ -256,7 +256,7 @@ private struct PlanSimulation {
             }
         }
         live[id] = bytes
-        transferOf[ObjectIdentifier(urgency)] = id
+        transferOf[ObjectIdentifier(control)] = id
     }
 
     /// Matches each completion the plan had called with the read it belongs to.

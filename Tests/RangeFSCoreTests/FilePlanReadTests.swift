@@ -165,17 +165,17 @@ struct FirstReadCase: Sendable, CustomTestStringConvertible {
         #expect(plan.read(0..<block, readAhead: 2 * block) == [
             "fetch #0 0..<65536", "fetch #1 65536..<131072", "fetch #2 131072..<196608", "wait #0",
         ])
-        #expect(plan.transfers[0]?.urgency.priority == .foreground, "the reader's own block")
-        #expect(plan.transfers[1]?.urgency.priority == .readAhead)
-        #expect(plan.transfers[2]?.urgency.priority == .readAhead)
+        #expect(plan.transfers[0]?.control.purpose == .reader, "the reader's own block")
+        #expect(plan.transfers[1]?.control.purpose == .readAhead)
+        #expect(plan.transfers[2]?.control.purpose == .readAhead)
         // The reader reaches block 1 before it is here: it waits on that read-ahead, which from
         // now on holds background work back as the reader's own request does.
         #expect(plan.read(block..<block + 10) == ["raise", "wait #1"])
-        #expect(plan.transfers[1]?.isReadAhead == false)
-        #expect(plan.transfers[2]?.isReadAhead == true)
-        plan.transfers[1]?.urgency.raise()   // what the shell does with "raise"
-        #expect(plan.transfers[1]?.urgency.priority == .foreground)
-        #expect(plan.transfers[2]?.urgency.priority == .readAhead)
+        #expect(plan.transfers[1]?.purpose != .readAhead)
+        #expect(plan.transfers[2]?.purpose == .readAhead)
+        plan.transfers[1]?.control.raise()   // what the shell does with "raise"
+        #expect(plan.transfers[1]?.control.purpose == .reader)
+        #expect(plan.transfers[2]?.control.purpose == .readAhead)
     }
 
     /// The default policy's sizes: 64 KiB while the speed is unknown or where half a second of

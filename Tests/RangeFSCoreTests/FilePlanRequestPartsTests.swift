@@ -55,8 +55,8 @@ import Testing
             "fetch #2 131072..<196608", "fetch #3 196608..<262144", "fetch #4 262144..<327680",
             "fetch #5 327680..<393216", "fetch #6 393216..<458752", "wait #0",
         ])
-        #expect(plan.transfers[1]?.isReadAhead == false, "the reader's own bytes")
-        #expect(plan.transfers[2]?.isReadAhead == true)
+        #expect(plan.transfers[1]?.purpose != .readAhead, "the reader's own bytes")
+        #expect(plan.transfers[2]?.purpose == .readAhead)
         #expect(plan.missingPieces(of: 0..<2 * Self.block, allInFlight: true) == [458_752..<524_288],
                 "block 1's last part is not on its way")
     }
@@ -69,7 +69,7 @@ import Testing
         #expect(plan.write(0, 0..<Self.part) == [])
         // No read came since: the request that ended makes room for the next part of the window.
         #expect(plan.end(0, .success(())) == ["fetch #7 458752..<524288"])
-        #expect(plan.transfers[7]?.isReadAhead == true)
+        #expect(plan.transfers[7]?.purpose == .readAhead)
         #expect(plan.write(1, Self.part..<2 * Self.part) == ["answer 0..<131072"])
         #expect(plan.end(1, .success(())) == ["fetch #8 524288..<589824"])
     }
@@ -121,13 +121,13 @@ import Testing
         // 16 KiB in 200 ms after the first burst: 80 KiB/s, so 20 KiB come within 250 ms, and
         // the head is cut at the first page past them.
         #expect(plan.read(0..<131_072, readAhead: Self.block, at: .milliseconds(200)) == [
-            "end early at 57344", "release 204800", "log debug",
+            "end early at 57344", "unreserve 204800", "log debug",
             "fetch #1 57344..<110592", "fetch #2 110592..<163840", "fetch #3 163840..<217088", "fetch #4 217088..<262144",
             "fetch #5 262144..<327680", "fetch #6 327680..<393216", "fetch #7 393216..<458752",
             "raise", "wait #0",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<57344)
-        #expect(plan.transfers[3]?.isReadAhead == true, "past the reader's own bytes")
+        #expect(plan.transfers[3]?.purpose == .readAhead, "past the reader's own bytes")
     }
 
     /// An opened file's completion asks for the whole file in one request, at one connection's
@@ -143,11 +143,11 @@ import Testing
         _ = plan.writeAsTheShellDoes(0, 16384..<229_376, at: .milliseconds(100))
         let lines = plan.read(16384..<32768, readAhead: 2 << 20, at: .milliseconds(100), hostBytesPerSecond: 2_097_152)
         #expect(lines == [
-            "end early at 765952", "release 3428352", "log debug",
+            "end early at 765952", "unreserve 3428352", "log debug",
             "fetch #1 765952..<1572864", "fetch #2 1572864..<2359296", "answer 16384..<32768",
         ])
         #expect(plan.transfers[0]?.bytes == 0..<765_952, "the completion ends where the reader's bytes would come late")
-        #expect(plan.transfers[1]?.isReadAhead == true)
+        #expect(plan.transfers[1]?.purpose == .readAhead)
     }
 
     /// The same completion farther ahead than half the window: read-ahead is not due yet, and

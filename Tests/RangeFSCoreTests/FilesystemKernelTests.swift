@@ -91,7 +91,7 @@ struct FilesystemKernelTests {
         fs.filesystem.attach(kernel)
         let opened = try #require(try fs.open(fs.inode("a.bin")).value)
         #expect(try fs.read(opened.handle, offset: 0, size: 4096).value == Array(Self.bytes[0..<4096]))
-        fs.filesystem.release(handle: opened.handle)
+        fs.filesystem.closeHandle(opened.handle)
         fs.server.publish("one.bin", bytes: Self.bytes + [1, 2, 3])
         let (_, problems) = fs.catalog.verify(timeout: .seconds(30))
         // Both entries of the URL are reported.
@@ -109,7 +109,7 @@ struct FilesystemKernelTests {
         let reader = try #require(try fs.open(inode).value)
         #expect(reader.readPath == .daemon(keepCache: false))
         #expect(try fs.read(reader.handle, offset: 0, size: Self.bytes.count).value == Self.bytes)
-        fs.filesystem.release(handle: reader.handle)
+        fs.filesystem.closeHandle(reader.handle)
         #expect(FilesystemHarness.eventually { fs.catalog.knownFile(forEntry: 0)?.isComplete == true })
 
         let first = try #require(try fs.open(inode).value)
@@ -117,9 +117,9 @@ struct FilesystemKernelTests {
         let backingID = try #require(kernel.recorded.registered.first)
         #expect(first.readPath == .passthrough(backingID: backingID) && second.readPath == first.readPath)
         #expect(kernel.recorded.registered.count == 1)
-        fs.filesystem.release(handle: first.handle)
+        fs.filesystem.closeHandle(first.handle)
         #expect(kernel.recorded.unregistered.isEmpty, "one handle still reads through it")
-        fs.filesystem.release(handle: second.handle)
+        fs.filesystem.closeHandle(second.handle)
         #expect(kernel.recorded.unregistered == [backingID])
     }
 
@@ -128,14 +128,14 @@ struct FilesystemKernelTests {
         let inode = fs.inode("one.bin")
         let reader = try #require(try fs.open(inode).value)
         _ = try fs.read(reader.handle, offset: 0, size: Self.bytes.count)
-        fs.filesystem.release(handle: reader.handle)
+        fs.filesystem.closeHandle(reader.handle)
         #expect(FilesystemHarness.eventually { fs.catalog.knownFile(forEntry: 0)?.isComplete == true })
 
         let refusing = RecordingKernel(refusal: EPERM)
         fs.filesystem.attach(refusing)
         let opened = try #require(try fs.open(inode).value)
         #expect(opened.readPath == .daemon(keepCache: true), "a complete file's pages may stay in the kernel")
-        fs.filesystem.release(handle: opened.handle)
+        fs.filesystem.closeHandle(opened.handle)
         // The kernel refused once: passthrough is off for the rest of the mount.
         let willing = RecordingKernel()
         fs.filesystem.attach(willing)

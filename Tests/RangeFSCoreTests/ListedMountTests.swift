@@ -99,7 +99,7 @@ struct ListedMountTests {
         /// Opens `inode`, reads `size` bytes from its start and closes it again.
         func read(_ inode: InodeNumber, size: Int) throws -> [UInt8] {
             let opened = try FilesystemHarness.wait { filesystem.open(inode, flags: O_RDONLY, completion: $0) }.get()
-            defer { _ = filesystem.release(handle: opened.handle) }
+            defer { _ = filesystem.closeHandle(opened.handle) }
             let ready = try FilesystemHarness.wait {
                 filesystem.read(handle: opened.handle, offset: 0, size: size, completion: $0)
             }.get()
@@ -289,7 +289,7 @@ struct ListedMountTests {
                 "the listing's size is not the file's: the handle reads the server's version")
         #expect(FilesystemHarness.eventually(timeout: 5) { kernel.recorded.inodes.contains(stale.inode) },
                 "the kernel is told to forget the listing's size")
-        _ = mount.filesystem.release(handle: opened.handle)
+        _ = mount.filesystem.closeHandle(opened.handle)
         #expect(try FilesystemHarness.wait { mount.filesystem.attributes(of: stale.inode, completion: $0) }.get().size == 100_000,
                 "the server's size, asked once the listing's was refuted")
         #expect(mount.engine.server.requests(for: "song.mp3").map(\.method).prefix(2) == ["GET", "HEAD"])

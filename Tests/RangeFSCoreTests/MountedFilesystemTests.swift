@@ -49,11 +49,11 @@ struct MountedFilesystemTests {
         #expect(try fs.read(second.handle, offset: 2_999_990, size: 4096).value == Array(Self.video[2_999_990...]))
         #expect(try fs.read(first.handle, offset: -1, size: 10).error?.errno == EINVAL)
 
-        #expect(fs.filesystem.release(handle: first.handle).value != nil)
-        #expect(fs.filesystem.release(handle: first.handle).error?.errno == EBADF, "released twice")
-        #expect(try fs.read(first.handle, offset: 0, size: 10).error?.errno == EBADF, "read on a released handle")
+        #expect(fs.filesystem.closeHandle(first.handle).value != nil)
+        #expect(fs.filesystem.closeHandle(first.handle).error?.errno == EBADF, "closed twice")
+        #expect(try fs.read(first.handle, offset: 0, size: 10).error?.errno == EBADF, "read on a closed handle")
         #expect(try fs.read(second.handle, offset: 0, size: 10).value == Array(Self.video[0..<10]))
-        #expect(fs.filesystem.release(handle: second.handle).value != nil)
+        #expect(fs.filesystem.closeHandle(second.handle).value != nil)
         #expect(fs.filesystem.openHandleCount == 0)
     }
 
@@ -64,8 +64,8 @@ struct MountedFilesystemTests {
         #expect(FilesystemHarness.eventually { fs.catalog.knownFile(forEntry: 1)?.isComplete == true })
         #expect(fs.catalog.evict(entries: [1]) == ["notes.txt"], "an open file is not evicted")
         // What the adapter does when the reply to an open cannot be delivered.
-        #expect(fs.filesystem.release(handle: opened.handle).value != nil)
-        #expect(fs.catalog.evict(entries: [1]) == [], "the released file is evicted")
+        #expect(fs.filesystem.closeHandle(opened.handle).value != nil)
+        #expect(fs.catalog.evict(entries: [1]) == [], "the closed file is evicted")
         #expect(fs.catalog.knownFile(forEntry: 1)?.snapshot.cachedBytes == 0)
     }
 
@@ -118,7 +118,7 @@ struct MountedFilesystemTests {
         #expect(cached > 0 && cached < UInt64(Self.video.count))
         #expect(text("user.rangefs.progress") == String(format: "%.1f", Double(cached) * 100 / Double(Self.video.count)))
         #expect(text("user.rangefs.url") == fs.server.url("video.bin").absoluteString)
-        filesystem.release(handle: opened.handle)
+        filesystem.closeHandle(opened.handle)
 
         #expect(filesystem.attribute(named: "user.rangefs.url", of: inode, bufferSize: 0).value == .size(fs.server.url("video.bin").absoluteString.utf8.count))
         #expect(filesystem.attribute(named: "user.rangefs.url", of: inode, bufferSize: 5).error?.errno == ERANGE)

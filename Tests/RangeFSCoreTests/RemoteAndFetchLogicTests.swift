@@ -149,23 +149,23 @@ import Testing
     }
 }
 
-@Suite struct TransferUrgencyTests {
-    /// A transfer reads its priority for every piece it receives (hundreds of thousands over a
+@Suite struct TransferControlTests {
+    /// A transfer reads its purpose for every piece it receives (hundreds of thousands over a
     /// long stream): its raise handler must come through as it was given, not wrapped once more
     /// at each read (a chain that overflows the stack when it is called or freed).
-    @Test func anUrgencyReadForEveryPieceOfALongStreamStillCallsItsHandlerAndIsFreed() {
+    @Test func aControlReadForEveryPieceOfALongStreamStillCallsItsHandlerAndIsFreed() {
         final class Calls: Sendable { let count = Mutex(0) }
         let calls = Calls()
         do {
-            let urgency = TransferUrgency(.background)
-            urgency.whenRaised { calls.count.withLock { $0 += 1 } }
-            for _ in 0..<300_000 where urgency.priority == .foreground || urgency.end != nil {
+            let control = TransferControl(.background)
+            control.whenRaised { calls.count.withLock { $0 += 1 } }
+            for _ in 0..<300_000 where control.purpose == .reader || control.end != nil {
                 Issue.record("nothing raised or cut it yet")
             }
-            urgency.endEarly(at: 4096)
-            urgency.raise()
-            urgency.raise()
-            #expect(urgency.priority == .foreground && urgency.end == 4096)
+            control.endEarly(at: 4096)
+            control.raise()
+            control.raise()
+            #expect(control.purpose == .reader && control.end == 4096)
         }
         #expect(calls.count.withLock { $0 } == 1)
     }

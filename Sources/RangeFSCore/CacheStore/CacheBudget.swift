@@ -183,7 +183,7 @@ public final class CacheBudget: Sendable {
     }
 
     /// Gives back what a background transfer was promised and did not write.
-    func release(_ bytes: UInt64) {
+    func unreserve(_ bytes: UInt64) {
         counters.withLock { $0.reserved = $0.reserved.subtractingClamped(bytes) }
     }
 

@@ -1,7 +1,7 @@
 /// The largest remote file a mount accepts: 2^50 bytes (1 PiB). Every size that makes a file —
 /// a HEAD's `Content-Length`, a `206`'s `Content-Range` total, a listing's or a manifest's
 /// stated size, a bucket's `<Size>`, a record in the cache database — is checked against it
-/// where it becomes a file (`SizeDiscovery`); a larger one is refused for that file alone
+/// where it becomes a file (`LoadedFiles`); a larger one is refused for that file alone
 /// (`FetchError.Reason.tooLarge`, EFBIG). Far above any real file, and low enough that an
 /// offset plus a length, a block number times the block size or `st_blocks` never overflow
 /// 64 bits, and that JSON readers (doubles) show every size exactly.

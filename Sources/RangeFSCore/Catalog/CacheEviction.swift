@@ -8,7 +8,7 @@ import Synchronization
 final class CacheEviction: Sendable {
     /// The limits and the bytes counted against them.
     let budget: CacheBudget
-    private let files: SizeDiscovery
+    private let files: LoadedFiles
     private let environment: FetchEnvironment
     /// An eviction pass is queued on the committer (leaf lock).
     private let evictionScheduled = Mutex(false)
@@ -16,7 +16,7 @@ final class CacheEviction: Sendable {
     /// once (leaf lock).
     private let futileEviction = Mutex<ContinuousClock.Instant?>(nil)
 
-    init(budget: CacheBudget, files: SizeDiscovery, environment: FetchEnvironment) {
+    init(budget: CacheBudget, files: LoadedFiles, environment: FetchEnvironment) {
         self.budget = budget
         self.files = files
         self.environment = environment

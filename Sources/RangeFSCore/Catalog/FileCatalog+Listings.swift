@@ -29,11 +29,14 @@ extension FileCatalog {
     private func treeWalked(latestListingTime: Duration) {
         let policy = environment.policy
         let now = DispatchTime.now().uptimeNanoseconds
-        if latestListingTime >= policy.distantListingTime { lastDistantListing.store(now, ordering: .relaxed) }
+        if BackgroundQuiet.isDistant(listingTime: latestListingTime, policy: policy) {
+            lastDistantListing.store(now, ordering: .relaxed)
+        }
         func since(_ moment: UInt64) -> Duration { .nanoseconds(now &- moment) }
-        guard since(lastFileOpen.load(ordering: .relaxed)) > policy.scanOpensWithin,
-              since(lastDistantListing.load(ordering: .relaxed)) > policy.scanOpensWithin else { return }
-        environment.client.quietBackground(for: policy.walkQuiet, headsToo: true)
+        guard BackgroundQuiet.walkQuiets(sinceLastOpen: since(lastFileOpen.load(ordering: .relaxed)),
+                                         sinceLastDistantListing: since(lastDistantListing.load(ordering: .relaxed)),
+                                         policy: policy) else { return }
+        environment.client.quietBackground(.treeWalk, for: policy.walkQuiet)
     }
 
     /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The remote files of a mount: the table of manifest entries and its refresh, which files
 /// readers use, and the events that reach the rest of the mount. The jobs under it are parts of
-/// their own: `SizeDiscovery` finds and loads each entry's `CachedFile`, `CacheEviction` keeps
+/// their own: `LoadedFiles` finds and loads each entry's `CachedFile`, `CacheEviction` keeps
 /// the cache within its limits; `+Commands` serves evict, verify and pin, `+Listings` finds sizes
 /// ahead of directory listings.
 ///
@@ -16,6 +16,10 @@ public final class FileCatalog: Sendable {
     public var manifest: Manifest { table.withLock { $0.all } }
     /// The entries of the current manifest, in its order (indices into `manifest.entries`).
     public var activeEntries: [Int] { table.withLock { $0.active } }
+    /// Leaf locks, this one and `usage`, `rangeIgnoringServers` and `handlers` below: each is
+    /// held only to read or change its value; handlers, files and the database are called after
+    /// it is released. `rangeIgnoringServers` is also taken under `LoadedFiles.slots`, which
+    /// makes a file (`makeFile`) under its lock.
     private let table: Mutex<EntryTable>
 
     struct EntryTable {
@@ -29,7 +33,7 @@ public final class FileCatalog: Sendable {
     /// and `find` are answered from them without a request; the file's own size is asked only
     /// when it is opened. Off for manifests, whose stated sizes may be stale or wrong.
     public let statedSizesAreExact: Bool
-    let files: SizeDiscovery
+    let files: LoadedFiles
     let eviction: CacheEviction
     /// Keeps the cache within `--cache-max-size` / `--cache-min-free`.
     public var budget: CacheBudget { eviction.budget }
@@ -85,7 +89,7 @@ public final class FileCatalog: Sendable {
         // The parts call back into the catalog only through these closures, set up before any
         // file is made. `weak`: the parts live as long as the catalog, never longer.
         let catalog = WeakCatalog()
-        files = SizeDiscovery(records: records, blockSize: blockSize, trustsStatedSizes: statedSizesAreExact, environment: environment,
+        files = LoadedFiles(records: records, blockSize: blockSize, trustsStatedSizes: statedSizesAreExact, environment: environment,
                               entryAt: { index in catalog.value?.manifest.entries[index] },
                               makeFile: { record, entry in catalog.value?.makeFile(record: record, entry: entry) })
         eviction = CacheEviction(budget: budget, files: files, environment: environment)
@@ -122,7 +126,7 @@ public final class FileCatalog: Sendable {
                 handlers.withLock { $0.fileOpened }?()
                 lastFileOpen.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
                 if file.isComplete {
-                    environment.client.quietBackground(for: environment.policy.quietAfterCompleteOpen, headsToo: false)
+                    environment.client.quietBackground(.completeFileOpened, for: environment.policy.quietAfterCompleteOpen)
                 }
                 return handle
             })

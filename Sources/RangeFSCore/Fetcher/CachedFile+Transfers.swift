@@ -4,30 +4,36 @@ import Synchronization
 /// The network side of a cached file: range requests go out, their bytes are written to the
 /// data file as they arrive, and their ends are handed to the plan.
 extension CachedFile {
+    /// Begins an attempt of transfer `id` and sends it. One round trip of the lock: a retry
+    /// comes after its delay, on a queue of its own, long after the step that decided it.
     /// `readAheadFrom`: bytes from there on are fetched ahead of the reader that asked (nil: none are).
-    func startFetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
-        let (attempt, replyFile, prefetched, learnsVersion, conditional) = state.withLock {
-            // Raised (a reader waits on it), it is the reader's.
-            ($0.plan.beginAttempt(id, now: .now), $0.dataFile, $0.plan.transfers[id]?.forReader == false && urgency.priority != .foreground,
-             $0.plan.learnsVersion, $0.plan.sendsCondition)
-        }
+    func startFetch(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool, readAheadFrom: UInt64? = nil) {
+        let (attempt, replyFile) = state.withLock { ($0.plan.startAttempt(id, now: .now), $0.dataFile) }
+        send(attempt, id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: readAheadFrom,
+             replyFile: replyFile)
+    }
+
+    /// Sends the request of an attempt the plan began (`FilePlan.startAttempt`), or performs
+    /// what it decided instead; `replyFile`: the data file when it began.
+    func send(_ start: FilePlan.AttemptStart, id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool,
+              readAheadFrom: UInt64?, replyFile: DataFile?) {
         let source: FetchSource
-        switch attempt {
+        switch start.attempt {
         case .request(let target): source = target
         case .later(let actions): return perform(actions, file: replyFile)
         }
-        var request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
-                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, urgency: urgency,
-                                   maxBytesPerSecond: prefetched ? environment.policy.backgroundBytesPerSecond : nil,
-                                   wholeBody: wholeBody)
-        request.conditional = conditional
-        let asked = request.url
-        if learnsVersion {
-            request.versionCheck = { [self] info in versionReplied(info, asked: asked) }
-        }
         // The prefetcher's work (heads and tails included, which a waiting reader does not hold
         // back) keeps within --max-rate and tells nothing of a reader's speed.
-        let background = prefetched
+        let background = start.isBackgroundWork
+        var request = RangeRequest(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
+                                   range: bytes, expectedSize: layout.fileSize, validator: source.validator, control: control,
+                                   maxBytesPerSecond: background ? environment.policy.backgroundBytesPerSecond : nil,
+                                   wholeBody: wholeBody)
+        request.conditional = start.conditional
+        let asked = request.url
+        if start.learnsVersion {
+            request.versionCheck = { [self] info in versionReplied(info, asked: asked) }
+        }
         let host = request.url.serverKey
         environment.client.fetch(request, sink: { [self] data, offset in
             environment.metrics.fetched(data.count, at: offset, readAheadFrom: readAheadFrom, background: background)
@@ -52,6 +58,10 @@ extension CachedFile {
     /// Stores bytes as they arrive and answers every read they complete; a reader's transfer
     /// tells `host`'s speed. False stops the transfer: also once it was cut short and has
     /// brought what it still wants (`FilePlan+Joining`).
+    /// Two round trips of the lock per piece, the write between them: under the lock, a write of
+    /// up to half a megabyte would keep the file's readers (answered from the cache) and its
+    /// other transfers waiting on the disk. The first asks what is still wanted, the second
+    /// marks what was written and answers its readers.
     private func receive(transfer id: Int, _ data: UnsafeRawBufferPointer, at offset: UInt64, host: String) -> Bool {
         guard let target = state.withLock({ state -> (file: DataFile, count: UInt64, promised: UInt64)? in
             let count = state.plan.bytesWanted(by: id, at: offset, count: UInt64(data.count))

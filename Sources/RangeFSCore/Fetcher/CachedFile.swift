@@ -30,7 +30,8 @@ public final class CachedFile: Sendable {
     /// Under it only leaf locks are taken: `CacheBudget.counters` (background reservations in
     /// `fetchNextMissing`) and, when the data file vanished behind our back (`openDataFile`),
     /// `CacheEviction.evictionScheduled` (via `cachedBytesChanged`), the commit queue's
-    /// (`forgetLostData`) and `HostRates` (a reader's look-up). The plan's actions (replies,
+    /// (`forgetLostData`), `HostRates` (a reader's look-up) and `TransferControl` (a transfer's
+    /// purpose as its request goes out). Taken under `KernelReadPaths.modes` (`openCompleteData`). The plan's actions (replies,
     /// requests, events) run after it is released. Eviction of an idle file unlinks its data under it, so that no read reopens
     /// the old file in between; an idle file has no reader to wait.
     let state: Mutex<State>
@@ -56,12 +57,8 @@ public final class CachedFile: Sendable {
         modified = record.modified.map { Date(timeIntervalSince1970: $0) }
         let stored = BlockBitmap(blockCount: layout.blockCount, serialized: [UInt8](record.bitmap))
         let bitmap = stored ?? BlockBitmap(blockCount: layout.blockCount)
-        var pieces = pieces
-        if let given = pieces, UInt64(given.count) != PieceHashes.count(forSize: record.size, pieceLength: given.pieceLength) {
-            // Hashes for another size can never match: the whole-file sha256, if any, still checks.
-            environment.logger.warning("\(url.redactedForDisplay): the manifest's \(given.count) piece hashes of \(given.pieceLength) bytes do not fit its size of \(record.size) bytes; they are not used")
-            pieces = nil
-        }
+        let (pieces, refusal) = FilePlan.usablePieces(pieces, fileSize: record.size)
+        if let refusal { environment.logger.warning("\(url.redactedForDisplay): \(refusal)") }
         let plan = FilePlan(url: url, layout: layout, policy: environment.policy, blocks: bitmap,
                             complete: record.state == .complete && bitmap.isComplete,
                             streamOnly: serverIgnoresRanges, expectedSHA256: expectedSHA256, source: record.source,
@@ -106,7 +103,7 @@ public final class CachedFile: Sendable {
     }
 
     /// A file handle was closed; the data file is closed once nothing needs it.
-    public func released() {
+    public func handleClosed() {
         let now = ContinuousClock.now
         let (actions, file) = state.withLock { state in
             let actions = state.plan.handleClosed(now: now)
@@ -151,46 +148,54 @@ public final class CachedFile: Sendable {
 
     /// Answers once every byte of `bytes` is in the data file, fetching what is missing
     /// (plus up to `readAhead` bytes after it, for a sequential reader) in as few requests as possible.
+    /// A cold read takes the lock once before its bytes arrive: the cache's room for what it
+    /// stores is checked (`CacheBudget`, a leaf lock), the read planned and its requests' attempts
+    /// begun (`update`) in one round trip. Only a read the cache has no room for leaves the lock
+    /// first, since eviction takes other files' locks, and takes it again after.
     public func read(_ requested: Range<UInt64>, readAhead: UInt64, completion: @escaping ReadCompletion) {
         let bytes = requested.clamped(to: 0..<layout.fileSize)
+        let now = ContinuousClock.now
+        var wantsRoom: UInt64?
+        update { state in
+            let missing = state.plan.bytesToStore(for: bytes)
+            if missing > 0 {
+                guard budget.hasRoom(forRead: missing + readAhead) else {
+                    wantsRoom = missing
+                    return []
+                }
+                budget.storing()
+            }
+            return planRead(bytes, readAhead: readAhead, now: now, in: &state, completion: completion)
+        }
+        guard let missing = wantsRoom else { return }
+        // Least recently used files nobody has open are evicted until the read and its read-ahead fit.
+        events.makeRoom(missing + readAhead)
+        let fitsWithReadAhead = budget.hasRoom(forRead: missing + readAhead)
         var readAhead = readAhead
-        switch roomForRead(bytes, readAhead: readAhead) {
-        case .store: break
+        switch FilePlan.readRoom(fitsWithReadAhead: fitsWithReadAhead, fitsAlone: fitsWithReadAhead || budget.hasRoom(forRead: missing)) {
+        case .store: budget.storing()
         case .storeWithoutReadAhead: readAhead = 0
         case .readThrough: return readThrough(bytes, completion)
         }
-        let now = ContinuousClock.now
-        update(readAheadFrom: bytes.upperBound) { state in
-            if let refusal = state.plan.readRefusal {
-                return [.fail(completion, refusal)]
-            }
-            do {
-                _ = try openDataFile(&state)
-            } catch {
-                return [.log(.error, "\(url.redactedForDisplay): \(error)"), .fail(completion, FetchError(url, .cache(.from(error))))]
-            }
-            // A complete file's read asks no server: no source to rank, no host speed to look up.
-            let hostSpeed = state.plan.complete ? nil : environment.hostRates.bytesPerSecond(
-                host: state.plan.preferredSource(now: now).requestURL(origin: url).serverKey, at: now)
-            return state.plan.read(bytes, readAhead: readAhead, now: now, hostBytesPerSecond: hostSpeed,
-                                   completion: completion)
-        }
+        let later = ContinuousClock.now
+        update { planRead(bytes, readAhead: readAhead, now: later, in: &$0, completion: completion) }
     }
 
-    private enum ReadRoom { case store, storeWithoutReadAhead, readThrough }
-
-    /// Whether the cache has room for the blocks a read would store (and its read-ahead),
-    /// after evicting least recently used files nobody has open if it has not. Outside the
-    /// lock: eviction takes other files' locks.
-    private func roomForRead(_ bytes: Range<UInt64>, readAhead: UInt64) -> ReadRoom {
-        let missing = state.withLock { $0.plan.bytesToStore(for: bytes) }
-        guard missing > 0 else { return .store }
-        if !budget.hasRoom(forRead: missing + readAhead) { events.makeRoom(missing + readAhead) }
-        if budget.hasRoom(forRead: missing + readAhead) {
-            budget.storing()
-            return .store
+    /// Under the lock: opens the data file and asks the plan about a read.
+    private func planRead(_ bytes: Range<UInt64>, readAhead: UInt64, now: ContinuousClock.Instant, in state: inout State,
+                          completion: @escaping ReadCompletion) -> [FilePlan.Action] {
+        if let refusal = state.plan.readRefusal {
+            return [.fail(completion, refusal)]
         }
-        return budget.hasRoom(forRead: missing) ? .storeWithoutReadAhead : .readThrough
+        do {
+            _ = try openDataFile(&state)
+        } catch {
+            return [.log(.error, "\(url.redactedForDisplay): \(error)"), .fail(completion, FetchError(url, .cache(.from(error))))]
+        }
+        // A complete file's read asks no server: no source to rank, no host speed to look up.
+        let hostSpeed = state.plan.complete ? nil : environment.hostRates.bytesPerSecond(
+            host: state.plan.preferredSource(now: now).requestURL(origin: url).serverKey, at: now)
+        return state.plan.read(bytes, readAhead: readAhead, now: now, hostBytesPerSecond: hostSpeed, completion: completion)
     }
 
     /// Serves `bytes` from the network without storing them (the cache has no room).
@@ -217,16 +222,11 @@ public final class CachedFile: Sendable {
     /// left to start: the file is complete, or every missing block is already on its way.
     public func fetchNextMissing(maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
         let actions = state.withLock { state -> [FilePlan.Action]? in
-            guard state.plan.wantsBackgroundWork else { return nil }
-            if state.plan.streamOnly {
-                let actions = state.plan.planStream()
-                return actions.isEmpty ? nil : actions
+            switch state.plan.nextBackgroundStep(maxBytes: maxBytes, now: .now, onFinish: onFinish) {
+            case .none: return nil
+            case .start(let actions): return actions
+            case .piece(let piece): return startBackgroundTransfer(of: piece, in: &state, onFinish: onFinish)
             }
-            guard let piece = state.plan.nextBackgroundPiece(maxBytes: maxBytes) else {
-                // Every missing byte is on its way: a slow mirror's tail may go to a faster one.
-                return state.plan.takeOverSlowTail(now: .now, onFinish: onFinish)
-            }
-            return startBackgroundTransfer(of: piece, in: &state, onFinish: onFinish)
         }
         guard let actions else { return false }
         perform(actions, file: nil)
@@ -241,7 +241,7 @@ public final class CachedFile: Sendable {
     /// Starts a background transfer of the next part of the file's head and tail of `sizes`
     /// (`FilePlan+Heads`, at most `maxBytes`) that is neither here nor on its way, and tells
     /// `onFinish` when it ends. Returns false when there is none to start (or no room for it).
-    /// A reader that waits does not hold it still (`TransferPriority.backgroundAhead`): a scan's
+    /// A reader that waits does not hold it still (`TransferPurpose.headsAndTails`): a scan's
     /// reader, which waits on the network for every file whose head is not here yet, would
     /// otherwise hold back the heads it needs next for as long as it scans.
     func fetchHeadAndTail(_ sizes: HeadTailSizes, maxBytes: UInt64, onFinish: @escaping @Sendable (Bool) -> Void) -> Bool {
@@ -249,7 +249,7 @@ public final class CachedFile: Sendable {
             guard state.plan.wantsBackgroundWork, let piece = state.plan.nextHeadOrTailPiece(sizes, maxBytes: maxBytes) else {
                 return nil
             }
-            return startBackgroundTransfer(of: piece, in: &state, priority: .backgroundAhead, onFinish: onFinish)
+            return startBackgroundTransfer(of: piece, in: &state, purpose: .headsAndTails, onFinish: onFinish)
         }
         guard let actions else { return false }
         perform(actions, file: nil)
@@ -258,7 +258,7 @@ public final class CachedFile: Sendable {
 
     /// Under the lock: opens the data file and starts a background transfer of `piece`, if the
     /// budget has room for it; nil when it does not start.
-    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State, priority: TransferPriority = .background,
+    private func startBackgroundTransfer(of piece: Range<UInt64>, in state: inout State, purpose: TransferPurpose = .background,
                                          onFinish: @escaping @Sendable (Bool) -> Void) -> [FilePlan.Action]? {
         do {
             _ = try openDataFile(&state)
@@ -271,7 +271,7 @@ public final class CachedFile: Sendable {
             state.plan.waitingForSpace = true
             return nil
         }
-        return state.plan.startBackgroundTransfer(piece, priority: priority, onFinish: onFinish)
+        return state.plan.startBackgroundTransfer(piece, purpose: purpose, onFinish: onFinish)
     }
 
     /// Fails the reads waiting past their deadline (`ReadDeadlines`); false once no read waits.
@@ -286,30 +286,47 @@ public final class CachedFile: Sendable {
 
     // MARK: Performing
 
-    /// Runs `decide` under the lock, then performs what it returned. `readAheadFrom`: where
-    /// the reader that decides stops needing bytes (what its transfers bring beyond is read-ahead).
-    func update(readAheadFrom: UInt64? = nil, _ decide: (inout State) -> [FilePlan.Action]) {
-        let (actions, file) = state.withLock { state in (decide(&state), state.dataFile) }
-        perform(actions, file: file, readAheadFrom: readAheadFrom)
+    /// Runs `decide` under the lock, then performs what it returned. The attempts of the
+    /// transfers it starts begin in the same round trip of the lock (`FilePlan.startAttempt`),
+    /// not in one more each.
+    func update(_ decide: (inout State) -> [FilePlan.Action]) {
+        let (actions, file, attempts) = state.withLock { state in
+            let actions = decide(&state)
+            return (actions, state.dataFile, Self.startAttempts(of: actions, in: &state.plan))
+        }
+        perform(actions, file: file, attempts: attempts)
     }
 
-    /// Does what the plan decided; `file` is the data file replies point into.
-    func perform(_ actions: [FilePlan.Action], file: DataFile?, readAheadFrom: UInt64? = nil) {
+    /// Under the lock: begins the attempt of every transfer `actions` start.
+    private static func startAttempts(of actions: [FilePlan.Action], in plan: inout FilePlan) -> [Int: FilePlan.AttemptStart] {
+        var attempts: [Int: FilePlan.AttemptStart] = [:]
+        for case .fetch(let id, _, _, _, _) in actions {
+            attempts[id] = plan.startAttempt(id, now: .now)
+        }
+        return attempts
+    }
+
+    /// Does what the plan decided; `file` is the data file replies point into. `attempts`: those
+    /// begun already (`update`); a transfer started without one begins it here.
+    func perform(_ actions: [FilePlan.Action], file: DataFile?, attempts: [Int: FilePlan.AttemptStart] = [:]) {
         for action in actions {
             switch action {
-            case .fetch(let id, let bytes, let urgency, let wholeBody):
-                // Read-ahead a reader's read did not start itself (`continueReadAhead`) is read-ahead whole.
-                let readAheadFrom = readAheadFrom ?? (urgency.priority == .readAhead ? bytes.lowerBound : nil)
-                startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
-            case .retry(let id, let bytes, let urgency, let wholeBody, let delay):
+            case .fetch(let id, let bytes, let control, let wholeBody, let readAheadFrom):
+                if let attempt = attempts[id] {
+                    send(attempt, id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: readAheadFrom,
+                         replyFile: file)
+                } else {
+                    startFetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: readAheadFrom)
+                }
+            case .retry(let id, let bytes, let control, let wholeBody, let delay):
                 environment.metrics.retried()
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-                    startFetch(id: id, bytes: bytes, urgency: urgency, wholeBody: wholeBody)
+                    startFetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody)
                 }
-            case .raise(let urgency):
-                urgency.raise()
-            case .endEarly(let urgency, let offset):
-                urgency.endEarly(at: offset)
+            case .raise(let control):
+                control.raise()
+            case .endEarly(let control, let offset):
+                control.endEarly(at: offset)
             case .awaitDeadline:
                 environment.readDeadlines.watch(self)
             case .invalidated:
@@ -333,8 +350,8 @@ public final class CachedFile: Sendable {
                 environment.committer.schedule { try? store.updateSource(url: key, source) }
             case .cachedBytes(let delta):
                 events.cachedBytesChanged(delta)
-            case .release(let bytes):
-                budget.release(bytes)
+            case .unreserve(let bytes):
+                budget.unreserve(bytes)
             case .notify(let observer, let succeeded):
                 observer(succeeded)
             case .answer(let completion, let range):

@@ -18,6 +18,7 @@ public final class OpenFile: Sendable {
     }
 
     private let reading: Mutex<Reading>
+    /// A leaf lock, as `reading` is: held only to size the next read's read-ahead.
     private let readAhead = Mutex(ReadAheadWindow())
     private let firstScan: FirstScanWatch?
     /// Finds the entry's file again (its new version, once the catalog forgot the old one).
@@ -76,14 +77,14 @@ public final class OpenFile: Sendable {
         guard let switched else { return false }
         if switched {
             newVersion.opened()
-            old.released()
+            old.handleClosed()
         }
         return true
     }
 
     public func close() {
         firstScan?.handleClosed()
-        file.released()
+        file.handleClosed()
         onClose()
     }
 }

@@ -9,6 +9,31 @@ extension FilePlan {
         !complete && layout.blockCount > 0 && invalidated == nil && !sources.allDropped
     }
 
+    /// What background work does next on this file (`CachedFile.fetchNextMissing` performs it).
+    enum BackgroundStep {
+        /// Nothing to start: the file needs none, or every missing byte it may take is on its way.
+        case none
+        /// Start these: a server that ignores ranges gets one stream of the whole file; a slow
+        /// mirror's tail moves to a faster one (`takeOverSlowTail`).
+        case start([Action])
+        /// Fetch these bytes, once the budget has promised them room (`startBackgroundTransfer`).
+        case piece(Range<UInt64>)
+    }
+
+    mutating func nextBackgroundStep(maxBytes: UInt64, now: ContinuousClock.Instant,
+                                     onFinish: @escaping @Sendable (Bool) -> Void) -> BackgroundStep {
+        guard wantsBackgroundWork else { return .none }
+        if streamOnly {
+            let actions = planStream()
+            return actions.isEmpty ? .none : .start(actions)
+        }
+        guard let piece = nextBackgroundPiece(maxBytes: maxBytes, now: now) else {
+            // Every missing byte is on its way: a slow mirror's tail may go to a faster one.
+            return takeOverSlowTail(now: now, onFinish: onFinish).map { .start($0) } ?? .none
+        }
+        return .piece(piece)
+    }
+
     /// The next bytes background work should fetch to complete the file: its first gap that
     /// background work may take (`firstBackgroundGap`).
     func nextBackgroundPiece(maxBytes: UInt64, now: ContinuousClock.Instant = .now) -> Range<UInt64>? {
@@ -69,24 +94,23 @@ extension FilePlan {
     }
 
     /// Starts a background transfer of `piece`, whose bytes the budget has promised it.
-    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, priority: TransferPriority = .background,
+    /// `purpose`: `.background`, or `.headsAndTails` for what a scan reads next.
+    mutating func startBackgroundTransfer(_ piece: Range<UInt64>, purpose: TransferPurpose = .background,
                                           onFinish: @escaping @Sendable (Bool) -> Void) -> [Action] {
         waitingForSpace = false
-        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), priority: priority, onFinish: onFinish)]
+        return probeNewSources() + [addBackgroundTransfer(piece, reserved: UInt64(piece.count), purpose: purpose, onFinish: onFinish)]
     }
 
     /// Records a background transfer of `bytes`, for which the budget promised `reserved` bytes,
     /// held back while readers wait until one waits on it; returns its `.fetch`.
-    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64, priority: TransferPriority = .background,
+    mutating func addBackgroundTransfer(_ bytes: Range<UInt64>, reserved: UInt64, purpose: TransferPurpose = .background,
                                         onFinish: @escaping @Sendable (Bool) -> Void) -> Action {
+        precondition(purpose.isBackgroundWork, "a background transfer is background work")
         let id = nextTransferID
         nextTransferID += 1
-        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes),
-                                urgency: TransferUrgency(priority), onFinish: onFinish)
-        transfer.forReader = false
+        var transfer = Transfer(bytes: bytes, blocks: layout.blocks(covering: bytes), purpose: purpose, onFinish: onFinish)
         transfer.reserved = reserved
-        transfer.mayBeHeldBack = true
         transfers[id] = transfer
-        return .fetch(id: id, bytes: bytes, urgency: transfer.urgency)
+        return .fetch(id: id, bytes: bytes, control: transfer.control)
     }
 }

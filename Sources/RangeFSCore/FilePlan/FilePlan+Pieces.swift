@@ -7,6 +7,15 @@ import Foundation
 /// shell (`.verifyPiece`), and a bad one is forgotten, the source that wrote it dropped for this
 /// file, and fetched again from another. Without piece hashes nothing here applies.
 extension FilePlan {
+    /// The manifest's piece hashes when they fit a file of `size` bytes; else nil, and why:
+    /// hashes for another size can never match (the whole-file sha256, if any, still checks).
+    static func usablePieces(_ given: PieceHashes?, fileSize size: UInt64) -> (pieces: PieceHashes?, refusal: String?) {
+        guard let given, UInt64(given.count) != PieceHashes.count(forSize: size, pieceLength: given.pieceLength) else {
+            return (given, nil)
+        }
+        return (nil, "the manifest's \(given.count) piece hashes of \(given.pieceLength) bytes do not fit its size of \(size) bytes; they are not used")
+    }
+
     /// The pieces overlapping `bytes` (none without piece hashes).
     func pieceIndices(covering bytes: Range<UInt64>) -> Range<Int> {
         pieces?.indices(covering: bytes, fileSize: layout.fileSize) ?? 0..<0

@@ -80,14 +80,22 @@ extension FilePlan {
             // the rest of them: one held back there would hold the reader (and, as background
             // work waits while a reader does, both) until the read's deadline.
             let waitedFor = pieceAligned(bytes)
-            for (id, transfer) in transfers where (transfer.mayBeHeldBack || transfer.isReadAhead) && transfer.bytes.overlaps(waitedFor) {
-                transfers[id]?.mayBeHeldBack = false
-                transfers[id]?.isReadAhead = false
-                actions.append(.raise(transfer.urgency))
+            for (id, transfer) in transfers where transfer.purpose.mayBeRaised && transfer.bytes.overlaps(waitedFor) {
+                transfers[id]?.purpose = .reader
+                actions.append(.raise(transfer.control))
             }
             actions.append(.awaitDeadline(waiter: id))
         }
-        return actions
+        // What the transfers this read starts bring past its end is read-ahead.
+        return actions.map { $0.fetchingAhead(from: bytes.upperBound) }
+    }
+
+    /// Whether a read is stored with its read-ahead, stored without it, or read through
+    /// unstored (`ReadThrough`), by what the cache has room for after evicting what it could.
+    enum ReadRoom { case store, storeWithoutReadAhead, readThrough }
+
+    static func readRoom(fitsWithReadAhead: Bool, fitsAlone: Bool) -> ReadRoom {
+        fitsWithReadAhead ? .store : fitsAlone ? .storeWithoutReadAhead : .readThrough
     }
 
     /// The bytes of the blocks a read of `bytes` would store (0 when nothing is to be stored).
@@ -110,7 +118,7 @@ extension FilePlan {
         let request = requestBytes(hostBytesPerSecond: hostBytesPerSecond)
         // Read-ahead (bytes the reader does not need yet) stops at `maxReaderRequests` in flight;
         // the reader's next reads ask for the rest as those end.
-        var readerRequests = transfers.values.count { $0.forReader && !$0.wholeBody }
+        var readerRequests = transfers.values.count { $0.startedAs.isForReader && !$0.wholeBody }
         let seek = pageAligned(bytes).lowerBound
         requesting: for var piece in missingPieces(of: layout.byteRange(ofBlocks: layout.blocks(covering: bytes)), allInFlight: true) {
             // A reader that lands deep inside a missing block (a seek) should not wait for the
@@ -221,13 +229,10 @@ extension FilePlan {
     mutating func startTransfer(bytes: Range<UInt64>, blocks: Range<Int>, readAhead: Bool = false) -> Action {
         let id = nextTransferID
         nextTransferID += 1
-        var transfer = Transfer(bytes: bytes, blocks: blocks)
-        if readAhead {
-            transfer.urgency = TransferUrgency(.readAhead)
-            transfer.isReadAhead = true
-        }
+        let transfer = Transfer(bytes: bytes, blocks: blocks, purpose: readAhead ? .readAhead : .reader)
         transfers[id] = transfer
-        return .fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency)
+        // Read-ahead no read started itself (`continueReadAhead`) is read-ahead whole.
+        return .fetch(id: id, bytes: transfer.bytes, control: transfer.control, readAheadFrom: readAhead ? bytes.lowerBound : nil)
     }
 
     /// For a server that ignores ranges: one GET of the whole file, unless one is running.
@@ -240,7 +245,7 @@ extension FilePlan {
         let all = 0..<layout.blockCount
         let transfer = Transfer(bytes: layout.byteRange(ofBlocks: all), blocks: all, wholeBody: true)
         transfers[id] = transfer
-        return [.fetch(id: id, bytes: transfer.bytes, urgency: transfer.urgency, wholeBody: true)]
+        return [.fetch(id: id, bytes: transfer.bytes, control: transfer.control, wholeBody: true)]
     }
 
     /// Where read-ahead for a sequential reader should stop, or nil when none is due yet.
@@ -249,8 +254,8 @@ extension FilePlan {
     /// request per read. So a first read of half a block whose block is already on its way (the
     /// head the prefetcher fetched for scanners) asks for nothing more: a tag reader that reads
     /// only the head costs no read-ahead, and a player's read-ahead starts with its second read
-    /// (a library's first scan over a distant link took 9.6 s instead of 7.3 with exactly half
-    /// enough; a read-through at 96 KB/s per connection gained 16 % from it).
+    /// (the scan is what the heads are for; docs/benchmarks.md has what exactly half enough
+    /// cost the scan and gained a read-through).
     func readAheadEnd(after offset: UInt64, window: UInt64) -> UInt64? {
         guard window > 0, offset < layout.fileSize else { return nil }
         let end = min(layout.fileSize, offset + window)
@@ -262,5 +267,13 @@ extension FilePlan {
         }
         guard firstOffset < offset + window / 2 || end == layout.fileSize else { return nil }
         return end
+    }
+}
+
+extension FilePlan.Action {
+    /// A `.fetch` started by a read that ends at `offset`: its bytes from there on are read-ahead.
+    func fetchingAhead(from offset: UInt64) -> Self {
+        guard case .fetch(let id, let bytes, let control, let wholeBody, _) = self else { return self }
+        return .fetch(id: id, bytes: bytes, control: control, wholeBody: wholeBody, readAheadFrom: offset)
     }
 }

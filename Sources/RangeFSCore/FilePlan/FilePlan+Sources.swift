@@ -13,6 +13,25 @@ extension FilePlan {
         case later([Action])
     }
 
+    /// What the shell needs to send an attempt of a transfer, decided in one step.
+    struct AttemptStart {
+        var attempt: Attempt
+        /// Background work not raised (`TransferPurpose.isBackgroundWork`): it keeps within
+        /// `--max-rate`, and its speed is not taken for its host's.
+        var isBackgroundWork: Bool
+        /// Its reply names the file's version (`learnsVersion`): checked before its body is used.
+        var learnsVersion: Bool
+        /// It names the version it wants (`sendsCondition`).
+        var conditional: Bool
+    }
+
+    /// Transfer `id` starts or starts again (`beginAttempt`), with what its request needs.
+    mutating func startAttempt(_ id: Int, now: ContinuousClock.Instant) -> AttemptStart {
+        let attempt = beginAttempt(id, now: now)
+        return AttemptStart(attempt: attempt, isBackgroundWork: transfers[id]?.purpose.isBackgroundWork ?? false,
+                            learnsVersion: learnsVersion, conditional: sendsCondition)
+    }
+
     /// Transfer `id` starts or starts again: the best usable source takes it, passing over the
     /// one its last attempt failed at when another is usable.
     mutating func beginAttempt(_ id: Int, now: ContinuousClock.Instant) -> Attempt {
@@ -76,7 +95,7 @@ extension FilePlan {
         guard !sources.isSingle, invalidated == nil, !streamOnly else { return nil }
         var slowest: (id: Int, seconds: Double, rate: Double)?
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key })
-        where !transfer.forReader && !transfer.wholeBody && !transfer.parked && transfer.source != nil {
+        where !transfer.startedAs.isForReader && !transfer.wholeBody && !transfer.parked && transfer.source != nil {
             guard let rate = transfer.bytesPerSecond(at: now, policy: policy), rate > 0 else { continue }
             let seconds = Double(transfer.bytes.upperBound - transfer.frontier) / rate
             if seconds > slowest?.seconds ?? policy.slowTailLimit.timeInterval { slowest = (id, seconds, rate) }
@@ -94,10 +113,10 @@ extension FilePlan {
         let share = transfer.frontier + max(kept, 1)
         let cutFrom = min(layout.fileSize, pieceAligned(share..<(share + 1)).upperBound)
         let cutBlock = Int((cutFrom + layout.blockSize - 1) / layout.blockSize)
-        guard cutBlock < layout.blockCount, let (released, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
+        guard cutBlock < layout.blockCount, let (unreserved, endEarly) = cut(slowest.id, at: layout.byteRange(ofBlock: cutBlock).lowerBound) else { return nil }
         let tail = layout.byteRange(ofBlock: cutBlock).lowerBound..<transfer.bytes.upperBound
         let log = Action.log(.info, "\(name): bytes \(tail.lowerBound)-\(tail.upperBound - 1) move from \(sources.all[from].url.redactedForDisplay) (\(HumanBytes.rate(UInt64(slowest.rate)))) to a faster source")
-        return [log, endEarly, addBackgroundTransfer(tail, reserved: released, onFinish: onFinish)]
+        return [log, endEarly, addBackgroundTransfer(tail, reserved: unreserved, onFinish: onFinish)]
     }
 
     /// Each mirror not asked about yet is probed (its size, its validator) before its first range.
@@ -203,7 +222,7 @@ extension FilePlan {
         var actions: [Action] = [.log(.error, failure.description)]
         for id in transfers.keys.sorted() {
             let transfer = transfers.removeValue(forKey: id)!
-            actions += releasing(transfer)
+            actions += unreserving(transfer)
             if let observer = transfer.onFinish { actions.append(.notify(observer, false)) }
         }
         return actions + failWaiters(overlapping: 0..<UInt64.max, error: failure)
@@ -260,14 +279,14 @@ extension FilePlan {
     private func retrying(_ id: Int, after delay: Duration) -> Action {
         let transfer = transfers[id]!
         let bytes = transfer.wholeBody ? transfer.bytes : transfer.frontier..<transfer.bytes.upperBound
-        return .retry(id: id, bytes: bytes, urgency: transfer.urgency, wholeBody: transfer.wholeBody, after: delay)
+        return .retry(id: id, bytes: bytes, control: transfer.control, wholeBody: transfer.wholeBody, after: delay)
     }
 
     /// Ends transfer `id` for good (its observer is told by `transferEnded`), failing the readers of its rest.
     private mutating func endTransfer(_ id: Int, failingWith failure: FetchError) -> [Action] {
         guard let transfer = transfers.removeValue(forKey: id) else { return [] }
         lastFailure = failure.reason.description
-        return releasing(transfer) + [.log(.error, "\(failure)")]
+        return unreserving(transfer) + [.log(.error, "\(failure)")]
             + failWaiters(overlapping: transfer.frontier..<transfer.bytes.upperBound, error: failure)
     }
 

@@ -69,7 +69,7 @@ extension FilePlan {
         switch result {
         case .success:
             transfers[id] = nil
-            actions += releasing(transfer)
+            actions += unreserving(transfer)
             lastFailure = nil
             sourceSucceeded(transfer, now: now)
         case .failure(let error):
@@ -77,7 +77,7 @@ extension FilePlan {
             if invalidated != nil {
                 // A version that changed on the server is not asked for again.
                 transfers[id] = nil
-                actions += releasing(transfer)
+                actions += unreserving(transfer)
                 actions += finalFailure(error, of: remainder)
             } else if error == .conditionNotHonoured, !remainder.isEmpty {
                 // Not the source's fault and not a change: the same request without the condition.
@@ -102,12 +102,12 @@ extension FilePlan {
                 transfers[id] = transfer
                 let retried = transfer.wholeBody ? transfer.bytes : remainder
                 actions.append(.log(.warning, "GET \(name) bytes \(retried.lowerBound)-\(retried.upperBound - 1): \(error); retry \(transfer.attempts - 1) in \(delay)"))
-                actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+                actions.append(.retry(id: id, bytes: retried, control: transfer.control,
                                       wholeBody: transfer.wholeBody, after: delay))
                 ended = false
             } else {
                 transfers[id] = nil
-                actions += releasing(transfer)
+                actions += unreserving(transfer)
                 actions += finalFailure(error, of: remainder)
             }
         }
@@ -116,7 +116,7 @@ extension FilePlan {
         if case .failure(.cancelled) = result { unmounting = true }
         if !unmounting {
             actions += refetchForOrphanedWaiters()
-            if transfer.forReader, result.isSuccess { actions += continueReadAhead(now: now) }
+            if transfer.startedAs.isForReader, result.isSuccess { actions += continueReadAhead(now: now) }
         }
         if ended, let observer = transfer.onFinish {
             actions.append(.notify(observer, result.isSuccess))
@@ -140,20 +140,20 @@ extension FilePlan {
         transfer.rateSample = nil
         transfers[id] = transfer
         let retried = transfer.wholeBody ? transfer.bytes : remainder
-        actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency, wholeBody: transfer.wholeBody, after: .zero))
+        actions.append(.retry(id: id, bytes: retried, control: transfer.control, wholeBody: transfer.wholeBody, after: .zero))
         return actions
     }
 
     /// What the budget promised an ended transfer and it did not write goes back.
-    func releasing(_ transfer: Transfer) -> [Action] {
-        transfer.reserved > 0 ? [.release(transfer.reserved)] : []
+    func unreserving(_ transfer: Transfer) -> [Action] {
+        transfer.reserved > 0 ? [.unreserve(transfer.reserved)] : []
     }
 
     /// A transfer stopped for lack of room: nothing failed. Its readers get their bytes from the
     /// network unstored; background work on the file waits for space.
     private mutating func endedForSpace(_ transfer: Transfer, id: Int, now: ContinuousClock.Instant) -> [Action] {
         transfers[id] = nil
-        var actions = releasing(transfer)
+        var actions = unreserving(transfer)
         actions += answerWaiters(overlapping: transfer.bytes)
         actions += readThroughOrphanedWaiters()
         if let observer = transfer.onFinish {
@@ -226,7 +226,7 @@ extension FilePlan {
             transfer.rateSample = nil
             transfers[id] = transfer
             let retried = transfer.wholeBody ? transfer.bytes : remainder
-            actions.append(.retry(id: id, bytes: retried, urgency: transfer.urgency,
+            actions.append(.retry(id: id, bytes: retried, control: transfer.control,
                                   wholeBody: transfer.wholeBody, after: .zero))
         }
         return actions

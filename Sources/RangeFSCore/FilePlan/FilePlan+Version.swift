@@ -1,6 +1,6 @@
 import Foundation
 
-/// A file made from the size a listing states (`SizeDiscovery`) was not probed: its first range
+/// A file made from the size a listing states (`LoadedFiles`) was not probed: its first range
 /// request goes out at once, one round trip sooner, without a validator. The first reply names
 /// the version, which later requests send as `If-Range`; a reply to a request that went out
 /// before that is checked here against the version named first, before its bytes are used.

@@ -111,14 +111,18 @@ struct FilePlan {
         /// The blocks it brings bytes of (whole, or in parts where a slow link's requests split
         /// a block); empty for a few pages that complete no block (nobody joins those).
         var blocks: Range<Int>
-        var urgency = TransferUrgency(.foreground)
-        /// Started as background work and not raised yet: a reader that waits on it raises it.
-        var mayBeHeldBack = false
-        /// Started as a reader's read-ahead (`TransferPriority.readAhead`) and no read waits on
-        /// it yet: one that does raises it.
-        var isReadAhead = false
+        /// What it was started as: a reader's own bytes or its read-ahead
+        /// (`TransferPurpose.isForReader`), else background work. Never changes.
+        let startedAs: TransferPurpose
+        /// What it is for now, as the plan decided: raised to `.reader` in the step that returns
+        /// `.raise` (a read waits on it). The plan's own copy, so that it decides without a lock.
+        var purpose: TransferPurpose
+        /// The same purpose and the transfer's cut, as the client sees them while it runs. Held
+        /// here only to be handed out in actions: the plan never reads or changes it (the shell
+        /// does, after the file's lock is released; see `TransferControl`).
+        let control: TransferControl
         /// A plain GET of the whole file, for servers that ignore ranges.
-        var wholeBody = false
+        var wholeBody: Bool
         /// Told when the transfer ends (the prefetcher, for its own transfers).
         var onFinish: (@Sendable (Bool) -> Void)?
         var written: UInt64 = 0
@@ -129,8 +133,6 @@ struct FilePlan {
         var reserved: UInt64 = 0
         /// Stopped because the cache had no room for its bytes: not a failure.
         var stoppedForSpace = false
-        /// Started for a reader (its own bytes or its read-ahead), not as background work.
-        var forReader = true
         /// Cut short at a reader's blocks, which the reader's own request brings: it ends, without
         /// failing, once it reaches `bytes.upperBound` (see `FilePlan+Joining`).
         var cut = false
@@ -145,6 +147,17 @@ struct FilePlan {
         /// Waiting for a source to be found usable (its probe): it starts again when one is.
         var parked = false
         var frontier: UInt64 { bytes.lowerBound + written }
+
+        init(bytes: Range<UInt64>, blocks: Range<Int>, purpose: TransferPurpose = .reader, wholeBody: Bool = false,
+             onFinish: (@Sendable (Bool) -> Void)? = nil) {
+            self.bytes = bytes
+            self.blocks = blocks
+            startedAs = purpose
+            self.purpose = purpose
+            control = TransferControl(purpose)
+            self.wholeBody = wholeBody
+            self.onFinish = onFinish
+        }
 
         /// How fast its bytes arrive, once they have flowed for the policy's `rateSample` or
         /// `rateSampleBytes` of them have arrived after its first ones; nil before.
@@ -199,13 +212,16 @@ struct FilePlan {
 
     /// Work decided under the lock and done after it is released.
     enum Action {
-        case fetch(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool = false)
-        case retry(id: Int, bytes: Range<UInt64>, urgency: TransferUrgency, wholeBody: Bool, after: Duration)
-        /// A reader waits on this transfer now: it may no longer be held back.
-        case raise(TransferUrgency)
+        /// `readAheadFrom`: the transfer's bytes from there on are fetched ahead of the reader
+        /// whose read started it (the metrics count them apart); nil when all are its own, or
+        /// background work's.
+        case fetch(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool = false, readAheadFrom: UInt64? = nil)
+        case retry(id: Int, bytes: Range<UInt64>, control: TransferControl, wholeBody: Bool, after: Duration)
+        /// A reader waits on this transfer now: it is a reader's (`TransferControl.raise`).
+        case raise(TransferControl)
         /// This transfer was cut short (`cut`): its request for the rest, if it has to ask
         /// again, ends at this offset.
-        case endEarly(TransferUrgency, at: UInt64)
+        case endEarly(TransferControl, at: UInt64)
         case notify(@Sendable (Bool) -> Void, Bool)
         /// A reader waits now: the file's late reads are to be looked for (`ReadDeadlines`).
         case awaitDeadline(waiter: Int)
@@ -225,7 +241,7 @@ struct FilePlan {
         /// The cached bytes changed by this much (the catalog keeps the cache within its limits).
         case cachedBytes(Int64)
         /// Give back what the budget promised a background transfer and it did not write.
-        case release(UInt64)
+        case unreserve(UInt64)
         /// The reader's bytes are in the data file at `range`.
         case answer(ReadCompletion, Range<UInt64>)
         case fail(ReadCompletion, FetchError)

@@ -11,7 +11,7 @@ public struct FilesystemError: Error, Sendable, CustomStringConvertible {
         /// Opened for writing, or any operation that would change the tree.
         case readOnly
         case negativeOffset
-        /// A file handle the table does not hold (never opened, or released already).
+        /// A file handle the table does not hold (never opened, or closed already).
         case unknownHandle
         /// An attribute outside `user.*` (ACLs, security labels): this filesystem has none.
         case attributeNamespaceUnsupported

@@ -45,21 +45,21 @@ public struct KernelReadModes: Sendable {
     }
 
     /// Forgets a closed handle. Returns the inode's backing id when its last passthrough handle
-    /// closed, for the caller to release.
-    public mutating func release(inode: InodeNumber, mode: KernelReadMode) -> Int32? {
+    /// closed, for the caller to unregister.
+    public mutating func forgetClosedHandle(inode: InodeNumber, mode: KernelReadMode) -> Int32? {
         guard var entry = handles[inode] else { return nil }
-        var released: Int32?
+        var unused: Int32?
         switch mode {
         case .cached:
             entry.cached -= 1
         case .passthrough:
             entry.passthrough -= 1
             if entry.passthrough == 0 {
-                released = entry.backingID
+                unused = entry.backingID
                 entry.backingID = nil
             }
         }
         handles[inode] = entry.cached == 0 && entry.passthrough == 0 ? nil : entry
-        return released
+        return unused
     }
 }

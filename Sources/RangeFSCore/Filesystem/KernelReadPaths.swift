@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// Decides for each open handle whether the kernel reads the cache file by itself (FUSE
-/// passthrough, for complete files) or sends its reads here, and registers and releases the
+/// passthrough, for complete files) or sends its reads here, and registers and unregisters the
 /// backing files through the kernel link.
 final class KernelReadPaths: Sendable {
     /// Held while an inode's first passthrough handle opens and registers its backing file, so
@@ -27,8 +27,8 @@ final class KernelReadPaths: Sendable {
     }
 
     /// A handle closed; the backing file goes once the inode's last passthrough handle has.
-    func released(inode: InodeNumber, mode: KernelReadMode, kernel: (any KernelLink)?) {
-        if let backingID = modes.withLock({ $0.release(inode: inode, mode: mode) }) {
+    func handleClosed(inode: InodeNumber, mode: KernelReadMode, kernel: (any KernelLink)?) {
+        if let backingID = modes.withLock({ $0.forgetClosedHandle(inode: inode, mode: mode) }) {
             kernel?.unregisterBackingFile(backingID)
         }
     }

@@ -58,6 +58,8 @@ public final class MountedFilesystem: Sendable {
     /// may keep them a while.
     public let attributeTimeout: Double = 300
 
+    /// Leaf locks, this one and `handles` and `kernel` below: each is held only to read or
+    /// replace its value; the catalog, the files and the kernel are called after it is released.
     private let tree: Mutex<MountedTree>
     private let catalog: FileCatalog
     /// For a tree made from a server's listings: lists each directory when first looked at.
@@ -258,10 +260,10 @@ public final class MountedFilesystem: Sendable {
     /// Closes a handle: after the kernel's release, or when the reply to its open could not be
     /// delivered (the open was interrupted), so that the file does not count as open for ever.
     @discardableResult
-    public func release(handle: UInt64) -> Result<Void, FilesystemError> {
+    public func closeHandle(_ handle: UInt64) -> Result<Void, FilesystemError> {
         guard let open = handles.withLock({ $0.remove(handle) }) else { return .failure(FilesystemError(.unknownHandle)) }
         open.file.close()
-        readPaths.released(inode: open.inode, mode: open.mode, kernel: attachedKernel)
+        readPaths.handleClosed(inode: open.inode, mode: open.mode, kernel: attachedKernel)
         return .success(())
     }
 

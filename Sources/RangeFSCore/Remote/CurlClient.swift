@@ -12,14 +12,14 @@ public final class CurlClient: RemoteClient {
         public var maxConnections = 64
         /// Connections of a server background transfers never start on, so a reader's request
         /// finds one at once; a held background transfer gives its own up when a reader's
-        /// request would otherwise wait for one (`CurlMultiLoop.startForeground`).
-        public var foregroundReservedConnections = 2
+        /// request would otherwise wait for one (`CurlMultiLoop.startAheadOfBackground`).
+        public var connectionsKeptForReaders = 2
         /// A held background transfer whose rest would come within this long (at the pace it
         /// came so far) runs to its end rather than give its connection up to a reader's request.
         public var backgroundFinishesWithin: Duration = .milliseconds(250)
         /// Background transfers running at once; more wait in the client until one ends.
         var backgroundConnectionLimit: Int {
-            max(1, maxConnectionsPerHost - foregroundReservedConnections)
+            max(1, maxConnectionsPerHost - connectionsKeptForReaders)
         }
         public var connectTimeoutSeconds = 10
         /// A transfer that moves no byte for this long is abandoned as stalled.
@@ -75,7 +75,7 @@ public final class CurlClient: RemoteClient {
 
     public func fetch(_ request: RangeRequest, sink: @escaping RangeBodySink,
                       completion: @escaping @Sendable (Result<Void, RemoteError>) -> Void) {
-        request.urgency.whenRaised { [inbox] in inbox.foregroundRaised() }
+        request.control.whenRaised { [inbox] in inbox.readerRaised() }
         inbox.submit(.range(request, sink: sink, completion: completion))
     }
 
@@ -89,8 +89,8 @@ public final class CurlClient: RemoteClient {
         inbox.setBackgroundPaused(paused)
     }
 
-    public func quietBackground(for duration: Duration, headsToo: Bool) {
-        inbox.quietBackground(for: duration, headsToo: headsToo)
+    public func quietBackground(_ reason: BackgroundQuiet, for duration: Duration) {
+        inbox.quietBackground(reason, for: duration)
     }
 
     /// Returns once the loop threads have ended and every transfer has completed.
@@ -144,7 +144,8 @@ struct CurlMultiHandle: @unchecked Sendable {
     }
 }
 
-/// Hands transfers from any thread to the loop thread.
+/// Hands transfers from any thread to the loop thread. Lock order: `state` → a submitted range's
+/// `TransferControl` (read for its purpose; a leaf); the gate's atomics take no lock.
 final class CurlInbox: Sendable {
     private struct State {
         var specs: [TransferSpec] = []
@@ -164,7 +165,7 @@ final class CurlInbox: Sendable {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.specs.append(spec)
-            if spec.holdsBackground { gate.foregroundArrived() }
+            if spec.purpose.makesBackgroundWait { gate.readerArrived() }
             return true
         }
         if accepted {
@@ -196,59 +197,29 @@ final class CurlInbox: Sendable {
         multi.wakeup()
     }
 
-    func quietBackground(for duration: Duration, headsToo: Bool) {
+    func quietBackground(_ reason: BackgroundQuiet, for duration: Duration) {
         // A walk extends its quiet at every step: the loop is woken only when one begins.
-        if (headsToo ? gate.headsQuiet : gate.quiet).extend(by: duration) { multi.wakeup() }
+        if gate.quiet(reason).extend(by: duration) { multi.wakeup() }
     }
 
-    /// A reader started waiting on a background transfer: the others stop now, and the loop
-    /// looks at its transfers again.
-    func foregroundRaised() {
-        state.withLock { _ in gate.foregroundArrived() }
+    /// A read started waiting on read-ahead or background work: background transfers stop now,
+    /// and the loop looks at its transfers again.
+    func readerRaised() {
+        state.withLock { _ in gate.readerArrived() }
         multi.wakeup()
     }
 
     func take() -> (specs: [TransferSpec], stopping: Bool) {
         state.withLock { state in
             defer { state.specs.removeAll() }
-            // From here on the loop itself knows of these transfers (`BackgroundGate.setForegroundRunning`).
-            gate.foregroundTaken()
+            // From here on the loop itself knows of these transfers (`BackgroundGate.setReaderRunning`).
+            gate.readersTaken()
             return (state.specs, state.stopping)
         }
     }
 }
 
 extension TransferSpec {
-    /// Background work, which yields its connection to every reader; probes and documents count
-    /// as foreground.
-    var isBackground: Bool {
-        guard case .range(let request, _, _) = self else { return false }
-        return request.urgency.priority == .background || request.urgency.priority == .backgroundAhead
-    }
-
-    /// Background work that stands still while a reader waits (all but `backgroundAhead`).
-    var isHeldWhileReadersWait: Bool {
-        if case .range(let request, _, _) = self { return request.urgency.priority == .background }
-        return false
-    }
-
-    /// Whether background transfers stand still while this one runs: a reader waits on it (or
-    /// on a probe or a document). Read-ahead nobody waits on yet does not hold them.
-    var holdsBackground: Bool {
-        if case .range(let request, _, _) = self { return request.urgency.priority == .foreground }
-        return true
-    }
-
-    /// The request as it goes out now: a range cut short while it waited to start (or to go on
-    /// after giving its connection up) asks only for the bytes still wanted.
-    var trimmedToItsEnd: TransferSpec {
-        guard case .range(var request, let sink, let completion) = self, !request.wholeBody else { return self }
-        let wanted = request.wantedRange
-        guard !wanted.isEmpty, wanted != request.range else { return self }
-        request.range = wanted
-        return .range(request, sink: sink, completion: completion)
-    }
-
     /// The server it goes to (`URL.serverKey`).
     var server: String {
         switch self {
@@ -265,7 +236,7 @@ extension TransferSpec {
     var metricsKind: MountMetrics.RequestKind {
         switch self {
         case .probe: .probe
-        case .range(let request, _, _): request.readThrough ? .readThrough : isBackground ? .background : .range
+        case .range(let request, _, _): request.readThrough ? .readThrough : purpose.isBackgroundWork ? .background : .range
         case .document: .document
         }
     }

@@ -46,12 +46,9 @@ final class CurlTransfer {
     /// How much of an error reply's body is kept: S3's error documents are a few hundred bytes.
     private static let errorBodyBytes = 8 * 1024
 
-    /// Background transfers yield to foreground ones (see `CurlMultiLoop`).
-    var isBackground: Bool { spec.isBackground }
-    /// A reader waits on it: background transfers stand still while it runs.
-    var holdsBackground: Bool { spec.holdsBackground }
-    /// Whether the gate's rule holds this transfer still now (`BackgroundGate.Holds`).
-    func isHeld(by holds: BackgroundGate.Holds) -> Bool { holds.hold(spec) }
+    /// What it is for, now (a range may be raised while it runs): every scheduling rule asks
+    /// this (`TransferPurpose`).
+    var purpose: TransferPurpose { spec.purpose }
     /// A size probe (HEAD or a one-byte GET).
     var isProbe: Bool {
         if case .probe = spec { return true }
@@ -73,14 +70,14 @@ final class CurlTransfer {
     /// only to reuse the connection, does not count).
     var isReceivingBody: Bool { checked && redirect == nil }
     /// A background transfer close to its end that runs to it instead of giving its connection
-    /// up to a reader's request (`CurlMultiLoop.startForeground`): it is not held any more.
+    /// up to a reader's request (`CurlMultiLoop.startAheadOfBackground`): it is not held any more.
     var finishesFirst = false
     /// Set while a held background transfer gives its connection up to a reader's request,
     /// taking first what reached this machine while it was held. Not held meanwhile.
     var handOver: HandOver?
-    /// It receives whatever readers do: it runs to its end, or it is handing its connection over.
-    /// Such a transfer is neither held nor asked to give its connection up.
-    var isNeverHeld: Bool { finishesFirst || handOver != nil }
+    /// Background work making way for a reader's request: it runs to its end, or it is handing
+    /// its connection over. Such a transfer is neither held nor asked again to make way.
+    var makingWayForReader: Bool { finishesFirst || handOver != nil }
     private var pace = TransferPace()
     /// When the request was handed to libcurl.
     var startedAt: ContinuousClock.Instant { pace.startedAt }
@@ -120,6 +117,9 @@ final class CurlTransfer {
         rangefs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         rangefs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        // Unretained: the loop keeps this transfer (`CurlMultiLoop.active`) for as long as its
+        // easy handle is in the multi handle, the only time libcurl calls these callbacks, and
+        // `deinit` cleans the handle up before the object goes.
         let context = Unmanaged.passUnretained(self).toOpaque()
         rangefs_easy_setopt_write_callback(easy, curlTransferWrite)
         rangefs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
@@ -172,7 +172,7 @@ final class CurlTransfer {
         case .range(let request, _, _):
             // A reader waits, or background work is paused: stop now, not after this burst.
             // libcurl keeps this piece and hands it over again when the loop resumes us.
-            if !isResuming, isHeld(by: gate.holds), !isNeverHeld {
+            if !isResuming, gate.holds.hold(purpose), !makingWayForReader {
                 isPaused = true
                 return .pause
             }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What identifies one version of a remote file: sent back as `If-Range`, compared on every reply.
 public struct RemoteValidator: Sendable, Equatable, Codable {
@@ -78,87 +77,6 @@ public struct RemoteFileInfo: Sendable, Equatable {
     }
 }
 
-/// How a request reaches its server (`ConnectionRules`).
-public enum ConnectionUse: Sendable, Equatable {
-    /// A connection of its own, reused only once idle: every range, and a probe a reader waits on
-    /// (the read that follows then finds that probe's connection idle).
-    case own
-    /// One of many small requests at once (a listing's size probes): where the server speaks
-    /// HTTP/2 over https, a stream of one connection they all share.
-    case stream
-}
-
-/// Who is waiting for a transfer: a reader, a reader soon (read-ahead), or nobody yet
-/// (background completion).
-public enum TransferPriority: Sendable {
-    /// A reader waits (its own bytes, or read-ahead joined with them). Background transfers
-    /// stand still while one runs.
-    case foreground
-    /// A sequential reader's read-ahead that no read waits on yet: it goes out and gets its
-    /// connection as a reader's request does, but background work goes on beside it (a scanner
-    /// or a player that reads ahead would otherwise hold the background still for as long as
-    /// it reads). A read that starts waiting on it raises it to `foreground`.
-    case readAhead
-    /// Background completion: held back while any foreground transfer runs.
-    case background
-    /// Background work a reader is about to need (the heads and tails a library's scan reads
-    /// next): it takes a background connection and gives it up to a reader's request as other
-    /// background work does, but a reader that waits does not hold it still.
-    case backgroundAhead
-}
-
-/// What the plan may change about a transfer while it runs: its priority, which may rise (a
-/// reader that starts waiting on a background transfer makes it a foreground one, so it is not
-/// held back behind others), and its end, which may come sooner (a reader's own request brings
-/// the bytes past it, `FilePlan.cut`).
-public final class TransferUrgency: Sendable {
-    /// A struct, not a tuple: a closure kept in a tuple (or bare) inside a `Mutex` is wrapped in
-    /// one more reabstraction thunk at every `withLock`, and a transfer reads its priority for
-    /// every piece it receives; the chain then overflows the stack when it is called or freed.
-    private struct State {
-        var priority: TransferPriority
-        var end: UInt64?
-        var onRaise: (@Sendable () -> Void)?
-    }
-
-    private let state: Mutex<State>
-
-    public init(_ priority: TransferPriority) {
-        state = Mutex(State(priority: priority))
-    }
-
-    public var priority: TransferPriority {
-        state.withLock { $0.priority }
-    }
-
-    /// Where the transfer was cut short: bytes from here on are not wanted. Nil while it was not.
-    public var end: UInt64? {
-        state.withLock { $0.end }
-    }
-
-    /// Makes the transfer a foreground one from now on.
-    public func raise() {
-        let onRaise = state.withLock { state -> (@Sendable () -> Void)? in
-            guard state.priority != .foreground else { return nil }
-            state.priority = .foreground
-            return state.onRaise
-        }
-        onRaise?()
-    }
-
-    /// The transfer wants no bytes from `offset` on: a request for its rest (after it gave its
-    /// connection up, `CurlTransfer.remainder`) asks only up to there, and its pace is judged
-    /// by what it still has to bring.
-    public func endEarly(at offset: UInt64) {
-        state.withLock { $0.end = min($0.end ?? offset, offset) }
-    }
-
-    /// The client's way to hear of a raise (to stop holding the transfer back at once).
-    func whenRaised(_ handler: @escaping @Sendable () -> Void) {
-        state.withLock { $0.onRaise = handler }
-    }
-}
-
 /// A request for the bytes `range` of a file whose total size is already known.
 public struct RangeRequest: Sendable {
     public var url: URL
@@ -166,7 +84,8 @@ public struct RangeRequest: Sendable {
     public var range: Range<UInt64>
     public var expectedSize: UInt64
     public var validator: RemoteValidator
-    public var urgency: TransferUrgency
+    /// What the transfer is for and where it was cut, shared with the plan (`TransferControl`).
+    public var control: TransferControl
     /// A cap on this transfer's speed (bytes per second), for background bandwidth limits.
     public var maxBytesPerSecond: UInt64?
     /// A plain GET without `Range` (for servers that ignore ranges); `range` is then the whole file.
@@ -183,7 +102,7 @@ public struct RangeRequest: Sendable {
     public var versionCheck: (@Sendable (RemoteFileInfo) -> RemoteError?)?
 
     public init(url: URL, headers: [String: String], range: Range<UInt64>, expectedSize: UInt64,
-                validator: RemoteValidator, urgency: TransferUrgency = TransferUrgency(.foreground), maxBytesPerSecond: UInt64? = nil,
+                validator: RemoteValidator, control: TransferControl = TransferControl(.reader), maxBytesPerSecond: UInt64? = nil,
                 wholeBody: Bool = false) {
         precondition(!wholeBody || range == 0..<expectedSize, "a whole-body request covers the whole file")
         precondition(!range.isEmpty, "a range request asks for at least one byte")
@@ -192,7 +111,7 @@ public struct RangeRequest: Sendable {
         self.range = range
         self.expectedSize = expectedSize
         self.validator = validator
-        self.urgency = urgency
+        self.control = control
         self.maxBytesPerSecond = maxBytesPerSecond
         self.wholeBody = wholeBody
     }
@@ -207,9 +126,9 @@ public struct RangeRequest: Sendable {
     }
 
     /// The bytes still wanted: `range` up to where the plan cut the transfer short
-    /// (`TransferUrgency.end`); empty when the cut is at or before its start.
+    /// (`TransferControl.end`); empty when the cut is at or before its start.
     var wantedRange: Range<UInt64> {
-        guard let end = urgency.end else { return range }
+        guard let end = control.end else { return range }
         return range.lowerBound..<max(range.lowerBound, min(range.upperBound, end))
     }
 }
@@ -293,10 +212,9 @@ public protocol RemoteClient: Sendable {
                        completion: @escaping @Sendable (Result<DocumentReply, RemoteError>) -> Void)
     /// Holds every background transfer where it is (running ones too) until resumed.
     func setBackgroundPaused(_ paused: Bool)
-    /// Holds background work as a waiting reader does for at least `duration`: a program was
-    /// handed a complete file, which the kernel reads from the cache disk without the client
-    /// seeing it. `headsToo` holds heads and tails as well (a walk of the tree reads none).
-    func quietBackground(for duration: Duration, headsToo: Bool)
+    /// Holds background work for at least `duration` though no reader waits, for `reason`
+    /// (`BackgroundQuiet` says which background work it holds).
+    func quietBackground(_ reason: BackgroundQuiet, for duration: Duration)
     /// Stops every transfer (each completes with `.cancelled`) and the client's thread.
     func shutdown()
 }

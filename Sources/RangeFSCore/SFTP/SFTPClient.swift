@@ -34,8 +34,8 @@ public final class SFTPClient: RemoteClient {
         transfers.setBackgroundPaused(paused)
     }
 
-    public func quietBackground(for duration: Duration, headsToo: Bool) {
-        transfers.quietBackground(for: duration, headsToo: headsToo)
+    public func quietBackground(_ reason: BackgroundQuiet, for duration: Duration) {
+        transfers.quietBackground(reason, for: duration)
     }
 
     public func shutdown() {

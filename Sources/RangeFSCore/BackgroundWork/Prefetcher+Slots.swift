@@ -18,7 +18,7 @@ extension Prefetcher {
         }
     }
 
-    func releaseSlot() {
+    func freeSlot() {
         state.withLock { $0.running -= 1 }
     }
 
@@ -47,7 +47,7 @@ extension Prefetcher {
             state.hostShares.ended(on: host)
         }
         unclaim(work)
-        releaseSlot()
+        freeSlot()
         pump()
     }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// its size and validator asked of the server once, however many callers wait, in its turn
 /// among the other probes (`ProbeQueue`), retried when transient. New records are saved in
 /// batches so a remount knows them without asking.
-final class SizeDiscovery: Sendable {
+final class LoadedFiles: Sendable {
     enum Slot {
         /// The entry whose probe finds the size (entries may share a URL), and who waits for it.
         case probing(entry: Int, [@Sendable (Result<CachedFile, FetchError>) -> Void])

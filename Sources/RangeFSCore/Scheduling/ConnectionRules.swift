@@ -1,6 +1,16 @@
 import CCurl
 import Foundation
 
+/// How a request reaches its server (`ConnectionRules`).
+public enum ConnectionUse: Sendable, Equatable {
+    /// A connection of its own, reused only once idle: every range, and a probe a reader waits on
+    /// (the read that follows then finds that probe's connection idle).
+    case own
+    /// One of many small requests at once (a listing's size probes): where the server speaks
+    /// HTTP/2 over https, a stream of one connection they all share.
+    case stream
+}
+
 /// How the mount's transfers use connections, over https as over http.
 ///
 /// Every transfer has a connection of its own, in the client's main pool. libcurl would

@@ -63,6 +63,7 @@ final class ProbeQueue: Sendable {
     }
 
     private let limits: Limits
+    /// A leaf lock: probes start, and the grace's timer is armed, after it is released.
     private let state = Mutex(State())
     private let start: @Sendable (Int, ConnectionUse) -> Void
 

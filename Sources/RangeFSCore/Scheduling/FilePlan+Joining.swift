@@ -26,13 +26,13 @@ extension FilePlan {
         let wanted = region.clamped(to: transfer.frontier..<transfer.bytes.upperBound)
         guard !wanted.isEmpty else { return nil }
         let own = transfer.bytesPerSecond(at: now, policy: policy)
-        let speed = transfer.mayBeHeldBack ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
+        let speed = transfer.purpose.isBackgroundWork ? [own, hostBytesPerSecond].compactMap { $0 }.max() : own ?? hostBytesPerSecond
         // Bytes up to `reach` come soon; the transfer can be cut at a multiple of `step`.
         let reach: Double
-        let step = transfer.forReader ? layout.blockSize : Self.pageSize
+        let step = transfer.startedAs.isForReader ? layout.blockSize : Self.pageSize
         if let rate = speed {
             reach = Double(transfer.frontier) + max(rate, 0) * policy.joinWaitLimit.timeInterval
-        } else if transfer.forReader {
+        } else if transfer.startedAs.isForReader {
             return nil
         } else {
             reach = Double(transfer.frontier + policy.joinDistance)
@@ -53,12 +53,12 @@ extension FilePlan {
         var actions: [Action] = []
         var cutAny = false
         for (id, transfer) in transfers.sorted(by: { $0.key < $1.key }) where !transfer.wholeBody {
-            let region = transfer.forReader ? bytes : withReadAhead ?? bytes
+            let region = transfer.startedAs.isForReader ? bytes : withReadAhead ?? bytes
             guard let late = firstLateByte(of: region, in: transfer, now: now, hostBytesPerSecond: hostBytesPerSecond) else { continue }
-            if let (released, endEarly) = cut(id, at: late) {
+            if let (unreserved, endEarly) = cut(id, at: late) {
                 cutAny = true
                 actions.append(endEarly)
-                if released > 0 { actions.append(.release(released)) }
+                if unreserved > 0 { actions.append(.unreserve(unreserved)) }
                 actions.append(.log(.debug, "\(name): a reader of byte \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends there"))
             }
         }
@@ -76,15 +76,15 @@ extension FilePlan {
     /// Makes transfer `id` end at `end`. Returns the bytes the budget promised it beyond that
     /// and the action that tells its request (`endEarly`), or nil when it cannot be cut there
     /// (it has passed that point).
-    mutating func cut(_ id: Int, at end: UInt64) -> (released: UInt64, endEarly: Action)? {
+    mutating func cut(_ id: Int, at end: UInt64) -> (unreserved: UInt64, endEarly: Action)? {
         guard var transfer = transfers[id], transfer.frontier < end, end < transfer.bytes.upperBound else { return nil }
         transfer.bytes = transfer.bytes.lowerBound..<end
         if !transfer.blocks.isEmpty { transfer.blocks = layout.blocks(covering: transfer.bytes) }
         transfer.cut = true
-        let released = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
-        transfer.reserved -= released
+        let unreserved = transfer.reserved - min(transfer.reserved, end - transfer.frontier)
+        transfer.reserved -= unreserved
         transfers[id] = transfer
-        return (released, .endEarly(transfer.urgency, at: end))
+        return (unreserved, .endEarly(transfer.control, at: end))
     }
 
     /// How many of `count` bytes arriving for transfer `id` at `offset` it still wants: fewer
@@ -104,7 +104,7 @@ extension FilePlan {
     /// The measured speed of transfer `id` when it was started for a reader (what the shell
     /// remembers as its host's speed); nil for background work or before it is known.
     func readerTransferSpeed(_ id: Int, now: ContinuousClock.Instant) -> Double? {
-        guard let transfer = transfers[id], transfer.forReader else { return nil }
+        guard let transfer = transfers[id], transfer.startedAs.isForReader else { return nil }
         return transfer.bytesPerSecond(at: now, policy: policy)
     }
 }

@@ -154,7 +154,7 @@ public final class Prefetcher: Sendable {
         }
         // A program's first requests often follow the mount at once: background transfers wait
         // `mountGrace` for them (size probes go on).
-        client.quietBackground(for: catalog.environment.policy.mountGrace, headsToo: true)
+        client.quietBackground(.mountGrace, for: catalog.environment.policy.mountGrace)
         pump()
     }
 
@@ -198,7 +198,7 @@ public final class Prefetcher: Sendable {
     func pump() {
         while reserveSlot() {
             if !startNext() {
-                releaseSlot()
+                freeSlot()
                 if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
                     wakeAfterRest()
                     recheckLater()
