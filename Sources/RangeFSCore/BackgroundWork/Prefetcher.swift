@@ -2,6 +2,22 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: background work, what `--prefetch` fetches while nobody asks.
+//
+// - Order: pinned entries, files open now, then (policy `all`) the head and tail of every file
+//   in manifest order (`HeadsWalk`, a file's size probe first where it is not known), then files
+//   opened earlier and (policy `all`) every file whole in manifest order.
+// - Whole-file work runs under `--max-downloads`; heads and tails, small and bound by the round
+//   trip, go up to `maxHeadTransfers` at once. Every server with work gets a slot before any
+//   server gets a second (`Scheduling/HostShares`).
+// - It starts a moment after the mount (`BackgroundQuiet.mountGrace`), so a program's first
+//   requests have the server to themselves; when it stands still, and for whom, is the
+//   scheduling part's (`Scheduling/TransferPurpose.swift`).
+// - `Prefetcher` starts, pauses and wakes the work; `+NextWork` chooses what a free slot does;
+//   `+Slots` counts the slots and the files resting after a failure. Read-ahead, the bytes just
+//   past a reader, is not here: it is the file plan's (`FilePlan.readAheadEnd`) and the open
+//   handle's (`Fetcher/ReadAheadWindow`).
+
 /// Which files the prefetcher completes on its own.
 public enum PrefetchPolicy: String, Sendable, CaseIterable {
     /// Every file of the manifest.

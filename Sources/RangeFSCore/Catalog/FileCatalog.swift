@@ -2,6 +2,22 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: the catalog, the remote files of a mount.
+//
+// - `FileCatalog`: the table of manifest entries and its refresh (`rangefs refresh` adds, removes
+//   and updates entries without unmounting), which files readers use, the events to the rest of
+//   the mount, the admin commands on entries (`+Commands`: evict, verify, pin) and the size
+//   discovery ahead of directory listings (`+Listings`).
+// - `LoadedFiles`: the loaded files by URL. Each is loaded from its database record, made at once
+//   from the size a listing states exactly (no probe: its first range reply names the version),
+//   or found by one size probe however many callers wait (`Scheduling/ProbeQueue` orders the
+//   probes); a size over `FileSizeLimit`, stated, probed or remembered, refuses that file alone
+//   (`EFBIG`). New records are saved in batches.
+// - `CacheEviction`: the byte budget against `--cache-max-size` and the free-space floor, and
+//   eviction of the least recently used files nobody has open.
+// - `RangeIgnoringServers`: a server that answered three files' range requests with whole bodies
+//   is read as a stream for an hour, until it answers a range.
+
 /// The remote files of a mount: the table of manifest entries and its refresh, which files
 /// readers use, and the events that reach the rest of the mount. The jobs under it are parts of
 /// their own: `LoadedFiles` finds and loads each entry's `CachedFile`, `CacheEviction` keeps

@@ -2,6 +2,26 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: the fetcher, each remote file's I/O shell.
+//
+// - `CachedFile` keeps its file's `FilePlan` and open data file under one lock (`state`) and
+//   performs what the plan decides, after the lock is released: the data file, range requests
+//   and their bytes (`+Transfers`), commits, the sha-256 check, promotion and eviction
+//   (`+Durability`). It decides nothing the plan can: a cold read takes the lock once before the
+//   network, to ask the plan.
+// - `ReadThrough`: reads served without storing, when the cache has no room.
+// - `OpenFile`: one open handle, its read-ahead (`ReadAheadWindow`) and, for a handle given no
+//   byte yet, the switch to the server's new version when the one it opened changed (a shorter
+//   one is refused: the handle fails with `EIO` rather than read zeros).
+// - `FirstScan`: what the first reader of a file touched near its start and end, which
+//   `LearnedHeadTails` turns into the head and tail sizes of its file type, kept in the cache
+//   database.
+// - What files share: `FetchEnvironment` (client, store, committer, `FetchPolicy`),
+//   `Committer` (the commit queue: `fdatasync`, then the bitmap, at most once a second a file),
+//   `HostRates` (readers' recent speed per host), `ReadDeadlines` (one sweep a mount fails the
+//   reads that waited past the read deadline, rather than a timer per read) and `FetchError`,
+//   the one error a fetch ends with, carrying its cause and its errno.
+
 /// Bytes a read may be answered with: they are in `file` at `range`.
 public struct ReadyBytes: Sendable {
     public let file: DataFile

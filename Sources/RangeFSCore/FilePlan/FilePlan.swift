@@ -1,6 +1,30 @@
 import Foundation
 import Logging
 
+// Design note: the file plan, where every decision about one file is made.
+//
+// - `FilePlan` is a value with no I/O, no lock and no clock: written and durable blocks,
+//   transfers in flight, waiting readers, the file's sources. Every event (a read, bytes written,
+//   a transfer's end, a mirror found, a commit or its rollback, a remote change) returns the
+//   actions to take (`FilePlan.Action`); the shell performs them. Unit tests drive it directly,
+//   and `FilePlanModelTests` checks random event sequences against a simple reference model.
+// - Reading (`+Reading`): cached bytes are answered at once; missing ones are asked for in
+//   several requests at once, sized from the host's recent speed, with read-ahead for a
+//   sequential reader. A running transfer that would bring a reader's bytes late is cut where
+//   they begin (`Scheduling/FilePlan+Joining`).
+// - Sources (`FileSources`, `+Sources`): the file's URL and mirrors, each with its health and its
+//   speed; each attempt goes to the usable source that would serve it soonest, a slow mirror's
+//   tail is handed to a faster one, and with piece hashes a piece comes from one source, so a
+//   bad piece names it (`+Pieces`: a piece's bytes are shown only once its sha-256 matched).
+// - Background (`+Background`, `+Heads`): which bytes background work takes next, what it leaves
+//   to readers (a sequential reader's zone, a file just opened), and which bytes a file's head
+//   and tail are (`HeadTailSizes`).
+// - Versions (`+Version`): a file made from a listing's stated size takes its version from its
+//   first range reply, and replies to requests sent before that are checked against it.
+// - Durability (`+Durability`): when a commit is due and what a failed one rolls back to.
+// - Decisions the shell asks before acting (`usablePieces`, `readRoom`, `nextBackgroundStep`,
+//   `startAttempt`) live here too, so each is tested without a file or a server.
+
 /// What one cached file knows and decides, with no I/O: which blocks are written and durable,
 /// the transfers in flight, the readers waiting. Each event (a read, bytes written, a transfer
 /// ending, a commit, a remote change) updates it and returns the `Action`s to take; `CachedFile`

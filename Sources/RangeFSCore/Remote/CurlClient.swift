@@ -3,6 +3,30 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: the remote part, HTTP(S) and SFTP over libcurl.
+//
+// - Probes, range transfers and whole documents (manifests, feeds, listing pages, a WebDAV
+//   `PROPFIND`: `DocumentDownload`, any length up to a cap, revalidated with a `304`) run on two
+//   multi handles, each on a thread of its own (`CurlMultiLoop`): one for ranges and the probes a
+//   reader waits on, a connection each; one for a listing's probes and pages, streams of one
+//   shared connection where the server speaks HTTP/2 (`Scheduling/ConnectionRules`). Which
+//   transfer goes first is the scheduling part's; the loop asks it of every transfer.
+// - A reply may fill the cache only once `ResponseCheck` (pure) passed it, before its first body
+//   byte: status, `Content-Range`, length, encodings, validators (ETags compared weakly, so that
+//   Apache's `W/"x"` and `"x"` are one version). A `200` to a conditional range request is asked
+//   again without the condition; only a `200` to a plain range request says a server ignores
+//   ranges (`Catalog/RangeIgnoringServers`). `RemoteValidator.ifRangeValue` sends a strong ETag,
+//   else a date at least a second older than the reply that gave it, else nothing.
+// - Redirects are followed here, one request per hop (`RedirectHop`), not by libcurl, which would
+//   send custom headers wherever they lead: the caller's headers go only to the origin (scheme,
+//   host, port) they were given for, and a dialect signs only requests to its own server.
+//   `FetchSource` says where a file's ranges go (its URL, or the mirror a redirect led to) and
+//   whether a fresh answer is the same version, a move or a change.
+// - A `ServerDialect` in the configuration adds what a kind of server needs beyond plain HTTP
+//   (signatures, credentials put in the URL as a request goes out, the conditional header of
+//   ranges, error bodies read, a `2xx` that is an error all the same); nil for web servers.
+//   `sftp://` transfers run on the same loop, signed in with `Configuration.ssh`.
+
 /// The libcurl client: a multi handle on a thread of its own, so every transfer of a mount
 /// shares one connection pool and no caller's thread waits on the network; and a second one
 /// for a listing's probes and pages, streams of a shared connection (`ConnectionRules`).
