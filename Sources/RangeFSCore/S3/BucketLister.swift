@@ -2,6 +2,21 @@ import Foundation
 import Logging
 import Synchronization
 
+// Design note: an S3 bucket mounted from its listings, as a web directory is.
+//
+// - `BucketAddress`: the URLs of objects, prefixes (the directories) and ListObjectsV2 pages, in
+//   path or virtual-hosted style, and the way back from a URL to its key.
+// - `BucketLister` (this file): one directory's pages, fetched until the last, turned into
+//   children (`BucketListingPage` parses a page, `BucketDirectory` maps keys to names by
+//   mountpoint-s3's rules).
+// - `S3Dialect` is what the HTTP client needs beyond plain HTTP (`ServerDialect`): a SigV4
+//   signature made as each request goes out (`SigV4Signer`, the path and query signed in S3's
+//   encoding, `S3URIEncoding`, which `BucketAddress` builds its URLs in, so S3 checks what was
+//   signed; tested against AWS's published example and against botocore; credentials found by
+//   `AWSSettings` as the AWS CLI finds them), `If-Match` instead of `If-Range`, and error replies
+//   read for their S3 code (`S3ErrorReply`, explained by `S3Failure`).
+// - Nothing else of the mount knows it is a bucket.
+
 /// Lists one "directory" of a bucket for a mount grown from listings (`ListedDirectories`):
 /// ListObjectsV2 of its prefix with `delimiter=/`, so only that level comes back, page after
 /// page (1,000 keys each) until the reply is no longer truncated; then the keys become

@@ -1,5 +1,16 @@
 import Foundation
 
+// Design note: an SSH server's directory mounted from its listings, as a web directory is.
+//
+// - `SFTPAddress`: `sftp://USER@HOST[:PORT]/PATH/` and its children's URLs.
+// - `SFTPConnection`: one libssh2 session (`SSHSession`: the host key checked against
+//   known_hosts, `HostKeyVerdict`; `SSHAuthentication`: the agent, a key, a password,
+//   `SSHSignIn`) on a queue of its own, every wait bounded. `SFTPLister` reads a directory with
+//   `readdir` (exact sizes, mtimes, types; links followed only inside the tree).
+// - Reads are libcurl `sftp://` transfers with `CURLOPT_RANGE` on the client's loop, judged by
+//   `SFTPReadCheck` (pure: length and mtime, where HTTP has status and headers); a file's version
+//   is its size and mtime (`SFTPVersion`); `SFTPClient` (this file) answers probes with a `stat`.
+
 /// The `RemoteClient` of an SFTP mount: range reads and everything else go to libcurl
 /// (`sftp://` transfers on the one loop every source's transfers run on, signed in with the
 /// same `SSHSignIn`, `CurlClient.Configuration.ssh`); a size probe is a `stat` on the mount's

@@ -1,6 +1,15 @@
 import Foundation
 import Logging
 
+// Design note: a WebDAV collection mounted from its listings, as a web directory is.
+//
+// - `WebDAVAddress`: `dav://` and `davs://` as the http(s) URL of the collection.
+// - `WebDAVLister` (this file): one collection's `PROPFIND` (`Depth: 1`, answered `207`), statuses
+//   no collection answers with named for what they mean.
+// - `WebDAVListing` (pure): the multistatus read into entries through the XML guards, only the
+//   collection's direct members, a member the server would not describe left out with its status.
+// - Files are read with ranged GETs as from any web server.
+
 /// Lists one collection of a WebDAV server for a mount grown from listings
 /// (`ListedDirectories`): one `PROPFIND` with `Depth: 1` (up to a cap, with the mount's
 /// `--header`s on the root's origin alone, as `WebDirectoryLister` sends them), the multistatus
