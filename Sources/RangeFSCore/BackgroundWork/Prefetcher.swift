@@ -42,8 +42,8 @@ public final class Prefetcher: Sendable {
         /// Background transfers (and size probes) at once while the heads and tails of the
         /// manifest are fetched, whole-file work included (which still takes no more than
         /// `maxDownloads`). A head or tail is small and waits mostly for its round trip, so more at
-        /// once fill the link: over 40 ms, 100 files' heads and tails take ~3 s three at a time,
-        /// ~1.3 s six at a time. Six is what the client gives background work of a server anyway
+        /// once fill the link (docs/benchmarks.md, "Heads and tails six at a time"). Six is what
+        /// the client gives background work of a server anyway
         /// (`CurlClient`: 8 connections per host, of which background transfers leave the last 2
         /// to readers; `ProbeQueue`: 6 probes for listings and the background), so a reader's
         /// request still finds a connection at once, and heads wait while a reader does.

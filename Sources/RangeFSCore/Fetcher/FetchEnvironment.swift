@@ -52,9 +52,8 @@ public struct FetchPolicy: Sendable {
     /// file are this old (at once when the file is whole or nothing more is coming for it): a
     /// crash loses at most about this much fetching. A time, not a byte count, and not at each
     /// pause of a file's transfers: each sync makes the disk write what was fetched and commits
-    /// the filesystem's journal, on a small machine beside the reader waiting for its next bytes.
-    /// Syncing every 8 MiB and at each pause held cold readers on loopback (`--prefetch none`)
-    /// to 618 MB/s against 752 with this rule for one, 846 against 1,005 for four.
+    /// the filesystem's journal, on a small machine beside the reader waiting for its next bytes
+    /// (docs/benchmarks.md, "Fetched data is committed once a second, not every 8 MiB").
     public var commitInterval: Duration = .seconds(1)
     /// Attempts per request, the first included, for transient errors (5xx, resets, stalls).
     public var maxAttempts = 4

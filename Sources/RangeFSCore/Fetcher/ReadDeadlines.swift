@@ -4,9 +4,8 @@ import Synchronization
 /// Fails the reads that waited past the read deadline (`FetchPolicy.readDeadline`): one timer
 /// for the whole mount looks at the files readers wait on every `interval`, instead of a timer
 /// per waiting read. Arming a libdispatch timer wakes its manager thread, which on a small
-/// machine took a CPU from the very transfer the read was waiting for (a cold 4 KiB read on
-/// loopback is about 3 % faster without it). A late read fails up to one `interval` after its
-/// deadline.
+/// machine took a CPU from the very transfer the read was waiting for (docs/benchmarks.md, "A
+/// cold 4 KiB read, step by step"). A late read fails up to one `interval` after its deadline.
 final class ReadDeadlines: Sendable {
     let interval: Duration
     /// The files watched, each with how often a reader was queued on it: the sweep drops a file
