@@ -104,7 +104,7 @@ extension RangeFSIntegrationTests {
     func badOptionsAreNamed() throws {
         let setup = try SystemMountSetup(fx)
         let cases: [(options: String, expected: [String])] = [
-            ("prefetch=bogus", ["-o prefetch", "bogus", "all, opened or none"]),
+            ("prefetch=bogus", ["-o prefetch", "bogus", "'all', 'opened' or 'none'"]),
             ("allow_other,block_size=3", ["-o block_size", "'3'"]),
             ("max_downloads=0", ["-o max_downloads"]),
             ("max_rate=fast", ["-o max_rate", "fast"]),
