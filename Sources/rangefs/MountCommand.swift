@@ -115,7 +115,7 @@ struct MountCommand: ParsableCommand {
                                valueName: "format"))
     var format: ManifestFormatOption = .auto
 
-    @Option(help: ArgumentHelp("How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, e.g. 30s, 5m, 1h.",
+    @Option(help: ArgumentHelp("How long a web directory's listing is trusted: one older than this is asked for again (with its ETag or date) when the directory is next looked at, and a file it then shows with another size or date is fetched anew, e.g. 30s, 5m, 1h.",
                                valueName: "duration"))
     var dirCacheTime: DurationValue = .minutes(5)
 

@@ -159,6 +159,7 @@ struct MountRunner {
                 let indices = shown.catalog.replaceManifest(with: manifest)
                 filesystemBox.withLock { $0 }?.replaceTree(with: MountedTree(manifest: manifest, catalogIndices: indices,
                                                                              directories: snapshot.directories))
+                shown.catalog.filesChangedOnServer(snapshot.changedFiles)
                 shown.prefetcher.manifestChanged()
             }
         }

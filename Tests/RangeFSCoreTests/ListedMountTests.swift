@@ -81,6 +81,7 @@ struct ListedMountTests {
                 let indices = catalog.replaceManifest(with: snapshot.manifest)
                 box.withLock { $0 }?.replaceTree(with: MountedTree(manifest: snapshot.manifest, catalogIndices: indices,
                                                                    directories: snapshot.directories))
+                catalog.filesChangedOnServer(snapshot.changedFiles)
             }
             let known = directories.snapshot
             let mount = engine.mount
@@ -260,6 +261,76 @@ struct ListedMountTests {
         #expect(FilesystemHarness.eventually(timeout: 10) {
             (try? mount.names(of: Namespace.rootInode)) == ["new.mp3"]
         })
+    }
+
+    /// A file read whole, then changed on the server: the next listing of its directory states
+    /// another size, so what was cached is discarded (the kernel forgets it) and the next read
+    /// brings the server's new bytes, though nothing else asked the server.
+    @Test func aFileWhoseListingStatesAnotherSizeIsFetchedAgain() throws {
+        var settings = ListedDirectories.Settings()
+        settings.maxAge = .zero
+        let first = FetchEngineHarness.bytes(100_000, seed: 5)
+        let second = FetchEngineHarness.bytes(120_000, seed: 6)
+        let mount = try ListedHarness(files: ["song.mp3": first], listings: { server in
+            [server.url("top/").absoluteString: .success([
+                WebListingEntry(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false, size: 100_000),
+            ])]
+        }, settings: settings)
+        let kernel = RecordingKernel()
+        mount.filesystem.attach(kernel)
+        let song = try #require(try mount.lookup("song.mp3").value)
+        #expect(try mount.read(song.inode, size: 100_000) == first)
+
+        let server = mount.engine.server
+        server.publish("song.mp3", bytes: second)
+        // Another file beside it: the table's listing then has another validator, as a server's would.
+        mount.lister.table.withLock {
+            $0[server.url("top/").absoluteString] = .success([
+                WebListingEntry(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false, size: 120_000),
+                WebListingEntry(name: "new.mp3", url: server.url("new.mp3"), isDirectory: false, size: 1),
+            ])
+        }
+        // Looked at again (the listing is past its age at once): the relisting shows the new size.
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            _ = try? mount.names(of: Namespace.rootInode)
+            return (try? mount.lookup("song.mp3").value?.size) == 120_000
+        }, "the listing's new size is shown")
+        #expect(FilesystemHarness.eventually(timeout: 5) { kernel.recorded.inodes.contains(song.inode) },
+                "the kernel forgets what it cached of the old version")
+        let again = try #require(try mount.lookup("song.mp3").value)
+        #expect(try mount.read(again.inode, size: 120_000) == second, "the server's new bytes, not the cached old ones")
+    }
+
+    /// The same for a file cached by an earlier mount and not loaded in this one: the kept
+    /// listing is the one the new listing is compared with.
+    @Test func aFileCachedByAnEarlierMountIsFetchedAgainWhenItsListingStatesAnotherSize() throws {
+        var settings = ListedDirectories.Settings()
+        settings.maxAge = .zero
+        let first = FetchEngineHarness.bytes(100_000, seed: 7)
+        let second = FetchEngineHarness.bytes(90_000, seed: 8)
+        let earlier = try ListedHarness(files: ["song.mp3": first], listings: { server in
+            [server.url("top/").absoluteString: .success([
+                WebListingEntry(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false, size: 100_000),
+            ])]
+        }, settings: settings)
+        let song = try #require(try earlier.lookup("song.mp3").value)
+        #expect(try earlier.read(song.inode, size: 100_000) == first)
+
+        let server = earlier.engine.server
+        server.publish("song.mp3", bytes: second)
+        earlier.lister.table.withLock {
+            $0[server.url("top/").absoluteString] = .success([
+                WebListingEntry(name: "song.mp3", url: server.url("song.mp3"), isDirectory: false, size: 90_000),
+                WebListingEntry(name: "new.mp3", url: server.url("new.mp3"), isDirectory: false, size: 1),
+            ])
+        }
+        let mount = try earlier.remount(settings: settings)
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            _ = try? mount.names(of: Namespace.rootInode)
+            return (try? mount.lookup("song.mp3").value?.size) == 90_000
+        }, "the listing's new size is shown")
+        let again = try #require(try mount.lookup("song.mp3").value)
+        #expect(try mount.read(again.inode, size: 90_000) == second, "the server's new bytes, not the cached old ones")
     }
 
     /// `ls -l` and `find` of a listing that states sizes cost no request per file, nor does

@@ -21,6 +21,25 @@ struct ListedTreeTests {
         return (manifest.entries.map(\.path.description).sorted(), directories.map(\.description).sorted())
     }
 
+    @Test("a file relisted with another size or date is changed; one relisted the same, one stated no longer, a new one, a renamed one and a directory are not")
+    func aRelistedFileWithAnotherSizeOrDateIsChanged() {
+        func dated(_ name: String, size: UInt64?, at seconds: TimeInterval?, href: String? = nil) -> WebListingEntry {
+            var entry = Self.file(name, href, size: size)
+            entry.modified = seconds.map { Date(timeIntervalSince1970: $0) }
+            return entry
+        }
+        let earlier = [dated("same.mp3", size: 10, at: 100), dated("bigger.mp3", size: 10, at: 100),
+                       dated("touched.mp3", size: 10, at: 100), dated("unstated.mp3", size: 10, at: 100),
+                       dated("moved.mp3", size: 10, at: 100), Self.directory("sub", "sub/")]
+        let now = [dated("same.mp3", size: 10, at: 100), dated("bigger.mp3", size: 11, at: 100),
+                   dated("touched.mp3", size: 10, at: 200), dated("unstated.mp3", size: nil, at: nil),
+                   dated("moved.mp3", size: 12, at: 100, href: "elsewhere/moved.mp3"), dated("new.mp3", size: 1, at: 1),
+                   Self.directory("sub", "sub/")]
+        let changed = ListedTree.changedFiles(from: earlier, to: now).map(\.lastPathComponent)
+        #expect(changed == ["bigger.mp3", "touched.mp3"])
+        #expect(ListedTree.changedFiles(from: [], to: now).isEmpty, "a first listing changes nothing")
+    }
+
     @Test func anUnlistedTreeShowsNothingAndKnowsOnlyItsRoot() {
         let tree = ListedTree(root: Self.root)
         #expect(!tree.isListed("") && tree.url(of: "") == Self.root)

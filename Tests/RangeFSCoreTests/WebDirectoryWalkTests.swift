@@ -46,7 +46,7 @@ struct WebDirectoryWalkTests {
         server.configure("site/a/loop/", PathOptions(redirectsInTurn: ["/site/"]))
         // site/b/ is not there: 404.
         let (tree, failures, notes) = walk("site/", maxDepth: 2)
-        let (manifest, directories) = tree.snapshot
+        let (manifest, directories, _) = tree.snapshot
         let base = server.url("site/").absoluteString
         // Directory by directory, each in its listing's order.
         #expect(manifest.entries.map(\.path.description) == ["f1.txt", "a b.txt", "a/f2.txt", "a/deep/f4.txt"])

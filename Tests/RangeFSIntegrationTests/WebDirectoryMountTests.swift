@@ -96,6 +96,32 @@ extension RangeFSIntegrationTests {
         #expect(online.unmount().succeeded)
     }
 
+    @Test("web directory: a file read whole and then changed on the server is read anew once its directory is listed again (refresh), not from the cache")
+    func webDirectoryNoticesAChangedFileInItsListing() throws {
+        let tree = try Scratch.makeDir("web-tree")
+        let file = tree.appendingPathComponent("song.mp3")
+        let first = Data(repeating: 0x61, count: 300_000), second = Data(repeating: 0x62, count: 200_000)
+        // Each version's time set outright: nothing here races the clock the server reads.
+        func write(_ data: Data, modified: TimeInterval) throws {
+            try data.write(to: file)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: modified)], ofItemAtPath: file.path)
+        }
+        try write(first, modified: 1_700_000_000)
+        let server = try ListingServer(.nginx, serving: tree)
+        defer { server.stop() }
+        let mount = try fx.prepare(source: server.baseURL + "/json/", options: ["--prefetch", "none"])
+        try mount.mount()
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: mount.path("song.mp3")))) == first, "\(Check.daemonLog(mount))")
+
+        try write(second, modified: 1_700_086_400)
+        let refresh = Command.run([fx.binary, "refresh", mount.mountpoint])
+        #expect(refresh.succeeded, "\(refresh)\(Check.daemonLog(mount))")
+        #expect(Poll.until(seconds: 20) { (try? Data(contentsOf: URL(fileURLWithPath: mount.path("song.mp3")))) == second },
+                "the server's new version is read, not the cached one\(Check.daemonLog(mount))")
+        #expect(mount.log().contains("changed on the server"), "the log says why the cached copy went")
+        #expect(mount.unmount().succeeded)
+    }
+
     @Test("web directory: a URL that is not a listing, or not there, is refused at mount with the reason")
     func webDirectoryErrorsAtMount() throws {
         let missing = try fx.prepare(source: fx.nginx.url("no-such-directory/"))

@@ -307,6 +307,9 @@ public final class FileCatalog: Sendable {
             for entry in newManifest.entries {
                 if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
                     table.all.entries[index].sha256 = entry.sha256
+                    // What a listing states now: a file its server changed starts over from it.
+                    if table.all.entries[index].size != entry.size { table.all.entries[index].size = entry.size }
+                    if table.all.entries[index].modified != entry.modified { table.all.entries[index].modified = entry.modified }
                     // Compared as text: a listed tree is compared after every listing.
                     if table.all.entries[index].mirrorTexts != entry.mirrorTexts {
                         table.all.entries[index].mirrorTexts = entry.mirrorTexts
@@ -328,6 +331,29 @@ public final class FileCatalog: Sendable {
         let entries = manifest.entries
         for index in relisted { knownFile(forEntry: index)?.relist(mirrors: entries[index].mirrors) }
         return active
+    }
+
+    /// Files whose directory's listing now states another size or date than the listing before:
+    /// their server changed them. What is cached of each is discarded as when a reply shows the
+    /// change (readers holding it get EIO, the kernel forgets it), whether it is loaded or only
+    /// remembered, so the next look-up starts over from what the listing states. Call after
+    /// `replaceManifest` with the listing's entries.
+    public func filesChangedOnServer(_ urls: [URL]) {
+        guard !urls.isEmpty else { return }
+        let changed = Set(urls.map(\.absoluteString))
+        let entries = manifest.entries
+        for index in activeEntries where changed.contains(entries[index].urlString) {
+            let key = CacheKey.of(entries[index].urlString)
+            let why = "its directory's listing states another size or date"
+            if let file = files.loadedFile(key) {
+                file.changedOnServer(because: why)
+            } else if files.storedRecord(key) != nil {
+                // Remembered from an earlier mount: loaded from its record (no request) to be discarded.
+                file(forEntry: index, priority: .background) { result in
+                    if case .success(let file) = result { file.changedOnServer(because: why) }
+                }
+            }
+        }
     }
 
     /// Loaded files take their entry's sha256 for their next promotion; one that failed the

@@ -218,15 +218,19 @@ public final class CachedFile: Sendable {
         return state.plan.read(bytes, readAhead: readAhead, now: now, hostBytesPerSecond: hostSpeed, completion: completion)
     }
 
+    /// The server changed the file (`why`), as something other than a reply showed: this
+    /// version and what is cached of it are discarded.
+    public func changedOnServer(because why: String) {
+        update { $0.plan.remoteChanged(because: why) }
+    }
+
     /// Serves `bytes` from the network without storing them (the cache has no room).
     func readThrough(_ bytes: Range<UInt64>, _ completion: @escaping ReadCompletion) {
         let (source, pieces, conditional) = state.withLock { ($0.plan.preferredSource(now: .now), $0.plan.pieces, $0.plan.sendsCondition) }
         let reader = ReadThrough(url: source.requestURL(origin: url), headers: source.requestHeaders(headers, origin: url),
                                  fileSize: layout.fileSize, validator: source.validator, pieces: pieces, conditional: conditional,
                                  environment: environment, budget: budget)
-        reader.fetch(bytes, changed: { [self] why in
-            update { $0.plan.remoteChanged(because: why) }
-        }, completion: completion)
+        reader.fetch(bytes, changed: { [self] why in changedOnServer(because: why) }, completion: completion)
     }
 
     /// Background work on this file stopped (or may go on) for lack of room, as the

@@ -15,7 +15,11 @@ import Synchronization
 // - `ListedDirectories` (this file) lists a directory when it is first looked at, a bounded
 //   number at once (`ListingQueue`), shows the grown tree before the callers go on (listings
 //   that arrive while a tree is being shown are shown together by the next show), keeps each
-//   listing in the cache database and checks an old one again with its validator.
+//   listing in the cache database and checks an old one again with its validator. A file a new
+//   listing shows with another size or date than the one before (`ListedTree.changedFiles`) was
+//   changed on its server: the mount discards what it cached of it (`Snapshot.changedFiles`,
+//   `FileCatalog.filesChangedOnServer`), whose only other sign would be a read of a byte not
+//   cached yet.
 // - `WebDirectoryLister` is one web page's GET and parse; `ListingDownload` is how it and the
 //   WebDAV and Subsonic listers fetch a document (the client, the `--header`s and the one
 //   origin they are for, the caps). Pages are parsed one at a time, each refused past
@@ -31,7 +35,9 @@ public final class ListedDirectories: Sendable {
     public typealias Completion = @Sendable (Result<Void, FetchError>) -> Void
     /// What the mount shows: the files of the listed directories as a manifest, and every
     /// known directory (listed or not).
-    public typealias Snapshot = (manifest: Manifest, directories: [EntryPath])
+    /// The tree to show, and the files whose listing changed since the tree shown before: their
+    /// server changed them (`ListedTree.changedFiles`), so what is cached of them is stale.
+    public typealias Snapshot = (manifest: Manifest, directories: [EntryPath], changedFiles: [URL])
 
     private struct State {
         var tree: ListedTree
@@ -53,6 +59,8 @@ public final class ListedDirectories: Sendable {
         var unshown: [String: Int] = [:]
         /// Callers answered once the mount shows a tree with the record of that number.
         var waitingForShow: [(record: Int, completion: Completion)] = []
+        /// Files relisted with another size or date since the last show.
+        var changedFiles: [URL] = []
     }
 
     public struct Settings: Sendable {
@@ -110,7 +118,10 @@ public final class ListedDirectories: Sendable {
 
     /// What is known now (an empty tree before the root is listed).
     public var snapshot: Snapshot {
-        state.withLock { $0.tree.snapshot(source: source) }
+        state.withLock { state in
+            let (manifest, directories) = state.tree.snapshot(source: source)
+            return (manifest, directories, [])
+        }
     }
 
     public func isListed(_ path: EntryPath?) -> Bool {
@@ -258,7 +269,9 @@ public final class ListedDirectories: Sendable {
         let (shownRecord, snapshot) = state.withLock { state -> (Int, Snapshot?) in
             guard evenUnchanged || state.recorded > state.shown else { return (state.recorded, nil) }
             state.shown = state.recorded
-            return (state.recorded, state.tree.snapshot(source: source))
+            let (manifest, directories) = state.tree.snapshot(source: source)
+            defer { state.changedFiles = [] }
+            return (state.recorded, (manifest, directories, state.changedFiles))
         }
         if let snapshot { onChange(snapshot) }
         // Only now is it shown; what was recorded since waits for the next show.
@@ -373,6 +386,9 @@ public final class ListedDirectories: Sendable {
             case .unchanged(let validator, _):
                 state.tree.confirm(path, at: now, validator: validator)
             case .listed(let children, let validator, let place, _):
+                if let earlier = state.tree.children(at: path) {
+                    state.changedFiles += ListedTree.changedFiles(from: earlier, to: children)
+                }
                 refused = state.tree.record(children, at: path, from: place, validator: validator, listedAt: now)
             }
             return .recorded(refused: refused, stored: state.tree.stored(path).map { (state.tree.url(of: path)!, $0) })

@@ -191,6 +191,25 @@ struct ListedTree {
         return refused
     }
 
+    /// What the latest listing of the directory at `path` showed; nil before it is listed.
+    func children(at path: String) -> [WebListingEntry]? {
+        directories[path]?.children
+    }
+
+    /// The files of a directory's earlier listing that its new listing shows with another size
+    /// or date (the same name and URL; only what both listings state is compared): the server
+    /// changed them since. Linear in the two listings.
+    static func changedFiles(from earlier: [WebListingEntry], to now: [WebListingEntry]) -> [URL] {
+        var before: [String: WebListingEntry] = [:]
+        for entry in earlier where !entry.isDirectory { before[entry.name] = entry }
+        return now.compactMap { entry in
+            guard !entry.isDirectory, let old = before[entry.name], old.url == entry.url else { return nil }
+            let resized = old.size != nil && entry.size != nil && old.size != entry.size
+            let redated = old.modified != nil && entry.modified != nil && old.modified != entry.modified
+            return resized || redated ? entry.url : nil
+        }
+    }
+
     /// Why a directory's page may not come from `place`, or nil when it may.
     private func refusal(ofPlace place: URL, forPath path: String) -> Refusal? {
         let key = Self.key(place)
