@@ -61,3 +61,42 @@ import Testing
         #expect(reply.replyBytesPerSecond(at: Self.firstByte) == nil)
     }
 }
+
+/// A host's speed: the fastest recent measure, but a sustained one (over `HostRates.sustainedSpan`)
+/// outranks every shorter one, whose bytes' uneven arrival (TLS records that came together) can
+/// make a short reply look far faster than its link.
+@Suite struct HostRatesTests {
+    static let host = "https://127.0.0.1:443"
+    static let now = ContinuousClock.now
+
+    @Test func shortMeasuresDecideUntilASustainedOneComes() {
+        let rates = HostRates()
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == nil)
+        rates.record(2_000_000, over: .milliseconds(20), host: Self.host, at: Self.now)
+        rates.record(3_200_000, over: .milliseconds(15), host: Self.host, at: Self.now)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == 3_200_000, "the fastest short measure")
+        rates.record(2_100_000, over: .milliseconds(150), host: Self.host, at: Self.now)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == 2_100_000, "a sustained one outranks it")
+        rates.record(1_800_000, over: .milliseconds(400), host: Self.host, at: Self.now)
+        rates.record(4_000_000, over: .milliseconds(5), host: Self.host, at: Self.now)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == 2_100_000, "the fastest sustained one is kept")
+        #expect(rates.bytesPerSecond(host: "http://127.0.0.1:80", at: Self.now) == nil, "per host")
+    }
+
+    @Test func aStaleSustainedMeasureGivesWayToAFreshShortOne() {
+        let rates = HostRates()
+        let then = Self.now - HostRates.lifetime - .seconds(1)
+        rates.record(9_000_000, over: .seconds(1), host: Self.host, at: then)
+        rates.record(2_000_000, over: .milliseconds(10), host: Self.host, at: Self.now)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == 2_000_000)
+        rates.record(1_000_000, over: .milliseconds(200), host: Self.host, at: Self.now)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now) == 1_000_000)
+        #expect(rates.bytesPerSecond(host: Self.host, at: Self.now + HostRates.lifetime + .seconds(1)) == nil)
+    }
+
+    @Test func aTransferIsMeasuredFromItsFirstBurst() {
+        let reply = FilePlanTransferSpeedTests.transfer(asked: 0..<1 << 20, written: 1 << 20)
+        #expect(reply.measuredSpan(at: FilePlanTransferSpeedTests.firstByte + .milliseconds(250)) == .milliseconds(250))
+        #expect(FilePlan.Transfer(bytes: 0..<65_536, blocks: 0..<1).measuredSpan(at: Self.now) == .zero, "no byte yet")
+    }
+}

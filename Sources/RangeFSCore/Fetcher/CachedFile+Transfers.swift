@@ -47,8 +47,9 @@ extension CachedFile {
             // The file's own server served a range: nothing is held against it (`RangeIgnoringServers`).
             if case .success = result, !wholeBody, host == url.serverKey { events.rangesServed(self) }
             update { state in
-                if !background, case .success = result, let speed = state.plan.transfers[id]?.replyBytesPerSecond(at: now) {
-                    environment.hostRates.record(speed, host: host, at: now)
+                if !background, case .success = result, let transfer = state.plan.transfers[id],
+                   let speed = transfer.replyBytesPerSecond(at: now) {
+                    environment.hostRates.record(speed, over: transfer.measuredSpan(at: now), host: host, at: now)
                 }
                 return state.plan.transferEnded(id, result, now: now)
             }
@@ -85,7 +86,7 @@ extension CachedFile {
              state.plan.readerTransferSpeed(id, now: now), state.plan.hasReachedItsCut(id))
         }
         guard let actions else { return false }
-        if let speed { environment.hostRates.record(speed, host: host, at: now) }
+        if let speed { environment.hostRates.record(speed.bytesPerSecond, over: speed.span, host: host, at: now) }
         perform(actions, file: replyFile)
         return count == UInt64(data.count) && !reachedCut
     }

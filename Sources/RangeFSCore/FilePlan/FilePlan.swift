@@ -210,6 +210,11 @@ struct FilePlan {
             return Double(brought) / max(elapsed, Self.shortestMeasure)
         }
 
+        /// How long its speed is measured over at `now`: from its current attempt's first burst.
+        func measuredSpan(at now: ContinuousClock.Instant) -> Duration {
+            rateSample.map { max(.zero, now - $0.at) } ?? .zero
+        }
+
         /// Fewer bytes than this after the first burst say too little to measure without it.
         static let leastMeasuredBytes: UInt64 = 16 * 1024
 

@@ -102,9 +102,11 @@ extension FilePlan {
     }
 
     /// The measured speed of transfer `id` when it was started for a reader (what the shell
-    /// remembers as its host's speed); nil for background work or before it is known.
-    func readerTransferSpeed(_ id: Int, now: ContinuousClock.Instant) -> Double? {
-        guard let transfer = transfers[id], transfer.startedAs.isForReader else { return nil }
-        return transfer.bytesPerSecond(at: now, policy: policy)
+    /// remembers as its host's speed), and the span it was measured over; nil for background
+    /// work or before it is known.
+    func readerTransferSpeed(_ id: Int, now: ContinuousClock.Instant) -> (bytesPerSecond: Double, span: Duration)? {
+        guard let transfer = transfers[id], transfer.startedAs.isForReader,
+              let speed = transfer.bytesPerSecond(at: now, policy: policy) else { return nil }
+        return (speed, transfer.measuredSpan(at: now))
     }
 }
