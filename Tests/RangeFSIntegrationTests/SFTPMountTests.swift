@@ -94,6 +94,35 @@ extension RangeFSIntegrationTests {
         #expect(mount.unmount().succeeded)
     }
 
+    @Test("SFTP: a file read whole costs the server about its size in reads, not the reads libssh2 sends past each range's end")
+    func sftpReadsLittlePastEachRange() throws {
+        let tree = try Scratch.makeDir("sftp-tree")
+        let size = 16 << 20
+        let bytes = RandomBytes.make(count: size, seed: 0x6A)
+        try Data(bytes).write(to: tree.appendingPathComponent("big.bin"))
+        let server = try SSHServer(logsReads: true)
+        defer { server.stop() }
+        let mount = try fx.prepare(source: server.address(tree.path + "/"), options: ["--prefetch", "none"] + server.signInOptions)
+        try mount.mount()
+        let whole = Reading.whole(mount.path("big.bin"))
+        #expect(whole.succeeded && whole.bytes == Data(bytes), "\(whole.bytes.count) bytes\(Check.daemonLog(mount))")
+        #expect(mount.unmount().succeeded)
+        // Each handle is logged as it closes: wait for the file's bytes, then for the log to settle
+        // (the sessions end with the mount).
+        #expect(Poll.until(seconds: 30, every: 0.05) { server.bytesRead >= size },
+                "the server logged \(server.bytesRead) bytes read:\n\(server.readsLogText.suffix(3000))")
+        var last = -1
+        _ = Poll.until(seconds: 10, every: 0.25) {
+            defer { last = server.bytesRead }
+            return server.bytesRead == last
+        }
+        let read = server.bytesRead
+        print("sftp: reading 16 MiB whole made the server read \(read) bytes")
+        // Before, libcurl's 512 KiB buffer had libssh2 keep 2 MiB of reads in flight past each
+        // range's end: the server read about twice the file.
+        #expect(read >= size && read <= size + size / 4, "the server read \(read) bytes for \(size)")
+    }
+
     @Test("SFTP: a symbolic link inside the tree shows what it points to; one pointing outside is left out, and the log says why")
     func sftpFollowsLinksInsideTheTreeOnly() throws {
         let tree = try Scratch.makeDir("sftp-tree")

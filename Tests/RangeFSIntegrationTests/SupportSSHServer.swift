@@ -3,7 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// OpenSSH's sshd on 127.0.0.1, serving SFTP (`internal-sftp`), with a host key and a user key made for the run with
+/// OpenSSH's sshd on 127.0.0.1, serving SFTP (`internal-sftp`, or Debian's `sftp-server` logging
+/// what it reads), with a host key and a user key made for the run with
 /// ssh-keygen, and the known-hosts files a mount is given (`--known-hosts`; the user's own
 /// `~/.ssh` is never touched). `stop()` (also `deinit`) always stops it; `start()` starts it
 /// again on the same port with the same keys.
@@ -30,11 +31,29 @@ final class SSHServer {
     /// The mount's options that sign in with the user key and know the host key.
     var signInOptions: [String] { ["--identity", userKey, "--known-hosts", knownHosts] }
 
+    /// Where `sftp-server` logs each file handle it closes, with the bytes it read (with `logsReads`).
+    private static func readsLog(in prefix: URL) -> String { prefix.appendingPathComponent("sftp-server.log").path }
+
+    /// The bytes the server read from files for its clients so far, by the handles it closed
+    /// (its log's `close "PATH" bytes read N written M` lines; with `logsReads`).
+    var bytesRead: Int {
+        // Its lines end in CRLF, one Character in Swift: split on any line break.
+        readsLogText.split(whereSeparator: \.isNewline).reduce(0) { total, line in
+            guard let range = line.range(of: " bytes read ") else { return total }
+            return total + (Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0)
+        }
+    }
+
+    /// What `sftp-server` logged so far (with `logsReads`).
+    var readsLogText: String { (try? String(contentsOfFile: Self.readsLog(in: prefix), encoding: .utf8)) ?? "" }
+
     /// `passwordUser`: an account the server also lets in by its password (sshd checks it
-    /// against /etc/shadow; `UsePAM no`).
-    init(passwordUser: String? = nil, startTimeout: Double = 20) throws {
+    /// against /etc/shadow; `UsePAM no`). `logsReads`: Debian's `sftp-server` serves SFTP instead
+    /// of `internal-sftp` (which logs only to syslog), logging what it reads (`bytesRead`).
+    init(passwordUser: String? = nil, logsReads: Bool = false, startTimeout: Double = 20) throws {
         let prefix = try Scratch.makeDir("sshd")
         self.prefix = prefix
+        let sftp = logsReads ? "/usr/lib/openssh/sftp-server -e -l INFO 2>>\(Self.readsLog(in: prefix))" : "internal-sftp"
         func key(_ name: String, comment: String) throws -> String {
             let path = prefix.appendingPathComponent(name).path
             let made = Command.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path])
@@ -76,7 +95,7 @@ final class SSHServer {
         KbdInteractiveAuthentication no
         PidFile \(prefix.path)/sshd.pid
         LogLevel INFO
-        Subsystem sftp internal-sftp
+        Subsystem sftp \(sftp)
         \(passwordUser.map { "AllowUsers \($0) \(user)" } ?? "")
 
         """

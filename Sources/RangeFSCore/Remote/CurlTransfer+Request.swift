@@ -27,6 +27,8 @@ extension CurlTransfer {
             return AskedRequest(url: url, method: "GET", callerHeaders: headers, ownHeaders: [:])
         case .range(let request, _, _):
             var own: [String: String] = [:]
+            // Large socket reads; probes keep libcurl's default buffer (an SFTP read sets its own).
+            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferBytes)
             if SFTPVersion.isSFTP(request.url) {
                 setSFTPRange(of: request, on: easy)
             } else if !request.wholeBody {
@@ -38,8 +40,6 @@ extension CurlTransfer {
             if let rate = request.maxBytesPerSecond {
                 rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
             }
-            // Large socket reads; probes keep libcurl's default buffer.
-            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferBytes)
             return AskedRequest(url: request.url, method: "GET", callerHeaders: request.headers, ownHeaders: own)
         case .document(let request, _, _):
             var own = request.conditionalHeaders

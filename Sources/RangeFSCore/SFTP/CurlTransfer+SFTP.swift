@@ -5,12 +5,21 @@ import Foundation
 /// sign-in and host key rules (`SSHSignIn`), the range with its end-of-file byte and the file's
 /// time (`SFTPReadCheck`), and libcurl's SSH failures said as what they mean.
 extension CurlTransfer {
-    /// The range and the file's time; no condition header (SFTP has none: the time is checked).
+    /// libcurl's buffer for an SFTP read. libssh2 keeps four of them of reads in flight, and
+    /// those past the range's end are still read by the server and sent over the link before the
+    /// handle closes: with HTTP's large buffer a range cost the link two and a half times its
+    /// bytes. This keeps what a range wastes small and a distant connection still busy
+    /// (docs/benchmarks.md, "SFTP reads: what a range costs the link").
+    static let sftpReadBufferBytes = 32 * 1024
+
+    /// The range, the file's time and the read buffer; no condition header (SFTP has none: the
+    /// time is checked).
     static func setSFTPRange(of request: RangeRequest, on easy: UnsafeMutableRawPointer) {
         if !request.wholeBody {
             rangefs_easy_setopt_string(easy, CURLOPT_RANGE, SFTPReadCheck.rangeText(request))
         }
         rangefs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
+        rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, sftpReadBufferBytes)
     }
 
     /// The verdict on an SFTP read before its first byte is used (or, without one, at its end).
