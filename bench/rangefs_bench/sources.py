@@ -72,7 +72,7 @@ Listen 127.0.0.1:{port}
 PidFile {d}/httpd.pid
 DefaultRuntimeDir {d}
 ErrorLog {d}/error.log
-LogFormat "%m %U %>s %B" requests
+LogFormat "%m\t%U\t%>s\t%B" requests
 CustomLog {d}/access.log requests
 {loads}
 TypesConfig /etc/mime.types
@@ -91,6 +91,7 @@ Alias /dav/ {WWW}/
   Dav On
 </Location>
 """)
+    ctx.logs["webdav"] = d / "access.log"    # LogMark's fields: method, path, status, body bytes
     spawn(ctx, ["/usr/sbin/apache2", "-f", str(d / "httpd.conf"), "-DFOREGROUND"], port, "apache")
 
 

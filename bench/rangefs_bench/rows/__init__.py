@@ -9,6 +9,7 @@ returns the Rows it measured, with RangeFS mounted with the Context's policy.
 - library: library
 - bucket: bucket
 - mirrors: mirrors
+- shares: the rows the webdav and sftp groups share
 - webdav: webdav
 - subsonic: subsonic
 """
