@@ -11,5 +11,6 @@ returns the Rows it measured, with RangeFS mounted with the Context's policy.
 - mirrors: mirrors
 - shares: the rows the webdav and sftp groups share
 - webdav: webdav
+- sftp: sftp
 - subsonic: subsonic
 """
