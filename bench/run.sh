@@ -7,8 +7,9 @@
 # CLI and boto3, aria2c, rclone and httpdirfs, prints a table and rewrites docs/benchmarks.md
 # and docs/benchmarks.png. The webdav group mounts its own Apache mod_dav (beside davfs2 and
 # rclone's webdav remote), the subsonic group its own Supysonic (beside httpdirfs's sonic mode),
-# each behind the slow link's latency and pacing, and an nginx TLS front as its https twin:
-#   bench/run.sh --only webdav,subsonic --links slow,slow-tls
+# each behind the slow link's latency and pacing, and an nginx TLS front as its https twin; the
+# sftp group its own OpenSSH sshd (beside sshfs and rclone's sftp remote) on the slow link alone:
+#   bench/run.sh --only webdav,sftp,subsonic --links slow,slow-tls
 #
 # Usage: bench/run.sh [--repeats N] [--only GROUPS] [--links plain,slow,plain-tls,slow-tls] [--skip-others] [--no-docs]
 #        [--rangefs-prefetch all|opened|none]
@@ -53,8 +54,9 @@ trap 'exit 130' INT TERM HUP
 # PATH): the bucket rows' S3 server and client, which bench.py runs with that python3.
 scripts/install-deps.sh
 # python3-mutagen: mutagen-inspect, the tag reader of the library rows. davfs2: the WebDAV rows'
-# kernel-mounted client (Apache and Supysonic, their servers, come with scripts/install-deps.sh).
-bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-mutagen python3-matplotlib openssl coreutils davfs2)
+# kernel-mounted client; sshfs: the SFTP rows' (Apache, Supysonic and openssh-server, their
+# servers, come with scripts/install-deps.sh, as does ssh-keygen, which makes the run's keys).
+bench_packages=(fio sox rclone httpdirfs awscli aria2 python3-mutagen python3-matplotlib openssl coreutils davfs2 sshfs)
 missing=()
 for pkg in "${bench_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -63,7 +65,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "bench: installing ${missing[*]}"
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
     for pkg in "${missing[@]}"; do
-        # One at a time: a package this Debian lacks (rclone, httpdirfs, davfs2) only costs its column
+        # One at a time: a package this Debian lacks (rclone, httpdirfs, davfs2, sshfs) only costs its column
         # (without awscli the bucket read's baseline is boto3's download_file).
         "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" \
             || echo "bench: could not install $pkg; its rows will say n/a" >&2

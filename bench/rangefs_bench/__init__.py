@@ -8,7 +8,8 @@ Where things are:
 - tls: the https twins' link names and ports, the run's throwaway CA and certificate.
 - servers: nginx, the latency proxies, the mirrors (each with its https twin), LogMark (nginx's access log).
 - bucket_server: moto's S3 server and its bucket (and their https twin), MotoMark.
-- sources: the WebDAV (Apache mod_dav) and Subsonic (Supysonic) servers, their TLS front and proxies.
+- sources: the WebDAV (Apache mod_dav), SFTP (OpenSSH's sshd, its keys made for the run) and Subsonic
+  (Supysonic) servers, their TLS front and proxies, SftpLogMark (what sshd's sftp-server read).
 - results: Row, the merge of the --prefetch none figures, measure_cell.
 - primitives: the measurements rows share (timed reads, curl, fio, Range GETs).
 - rows: one module per group or family of groups, each returning its Rows.

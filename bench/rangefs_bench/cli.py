@@ -25,6 +25,7 @@ from .rows.library import rows_library
 from .rows.bucket import rows_bucket
 from .rows.mirrors import rows_mirrors
 from .rows.webdav import rows_webdav
+from .rows.sftp import rows_sftp
 from .rows.subsonic import rows_subsonic
 from .report import machine_info, print_table, write_markdown
 from .chart import write_chart
@@ -32,26 +33,30 @@ from .tls import base_link, is_tls, twin_link
 
 
 GROUPS = ["cold", "cpu", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many",
-          "web", "library", "bucket", "mirrors", "webdav", "subsonic"]
+          "web", "library", "bucket", "mirrors", "webdav", "sftp", "subsonic"]
 # The links --links names: each and its https twin (plain-tls: nginx's TLS and HTTP/2 port).
 LINKS = ("plain", "slow", "plain-tls", "slow-tls")
 # Groups that run with the plain link (and with plain-tls, over https): "stream" on its own link
 # (stream, stream-tls); "bucket" on its own server, moto (bucket, bucket-tls), which the slow link's
 # nginx does not front; "mirrors" on its own three nginx (or their https twins).
 PLAIN_ONLY = {"cpu", "warm", "fio", "stream", "rss", "many", "bucket", "mirrors"}
-# A library's first scan is a question for the distant link; so are the WebDAV and Subsonic servers
-# (their own servers, each behind a latency proxy as the slow link's nginx, and an https twin).
-SLOW_ONLY = {"library", "webdav", "subsonic"}
+# A library's first scan is a question for the distant link; so are the WebDAV, SFTP and Subsonic
+# servers (their own servers, each behind a latency proxy as the slow link's nginx, and an https
+# twin but SFTP's).
+SLOW_ONLY = {"library", "webdav", "sftp", "subsonic"}
+# Groups whose protocol has no https twin: they run on the plain link of their pair alone.
+NO_TWIN = {"sftp"}
 
 
 def runs_on(group, link):
     base = base_link(link)
-    return not (group in PLAIN_ONLY and base != "plain" or group in SLOW_ONLY and base != "slow")
+    return not (group in PLAIN_ONLY and base != "plain" or group in SLOW_ONLY and base != "slow"
+                or group in NO_TWIN and is_tls(link))
 
 
 def check_tools(ctx):
     for system, tool in (("rangefs", ctx.rangefs), ("rclone", "rclone"), ("httpdirfs", "httpdirfs"),
-                         ("davfs2", "mount.davfs")):
+                         ("davfs2", "mount.davfs"), ("sshfs", "sshfs")):
         found = shutil.which(tool) or (os.path.isfile(tool) and os.access(tool, os.X_OK))
         ctx.available[system] = bool(found)
         if not found:
@@ -160,6 +165,7 @@ def main():
             "stream": lambda l: rows_streaming(ctx, twin_link("stream", is_tls(l))),
             "mirrors": lambda l: rows_mirrors(ctx, l),
             "webdav": lambda l: rows_webdav(ctx, l),
+            "sftp": lambda l: rows_sftp(ctx, l),
             "subsonic": lambda l: rows_subsonic(ctx, l),
         }
         # Each group on each link with RangeFS's defaults first (with the other tools), then at once,

@@ -65,3 +65,9 @@ SUBSONIC_USER, SUBSONIC_PASSWORD = "bench", "bench-sonic-password"
 SONIC_ROOT, SONIC_VERSION = DATA / "sonic", "v1"
 SONIC_ALBUMS, SONIC_TRACKS = 4, 3               # per artist of LIBRARY_ARTISTS: 20 albums, 60 MP3s
 WEBDAV_OFFSET = 48 * MiB                        # the first-bytes row's offset in MID
+# The SFTP rows: OpenSSH's sshd with a configuration, host key and user key made for the run, running
+# the sftp-server Debian's sshd runs (its log to a file: internal-sftp could log to syslog alone),
+# clients reading bench/data/www by its absolute path through a latency proxy as the WebDAV
+# server's. SFTP has no https twin: the group runs on the slow link alone.
+SFTP_PORT, SFTP_PROXY_PORT = 18493, 18494
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"

@@ -110,9 +110,10 @@ class Context:
         self.tls = Certificates(self.work / "tls")     # made by main once per run
         self.available = {}
         self.buckets = {}         # link -> set by start_bucket: endpoint, python, the big object's sha256
-        self.sources = {}         # (webdav|subsonic, tls) -> its latency proxy's URL (sources.start)
-                                  # (webdav|subsonic, "server") -> its server's port, once started
+        self.sources = {}         # (webdav|subsonic|sftp, tls) -> its latency proxy's URL (sources.start)
+                                  # (webdav|subsonic|sftp, "server") -> its server's port, once started
         self.tls_front = None     # the nginx in front of those servers' https twins
+        self.ssh = None           # the sftp group's keys and known_hosts (sources.SshKeys), once sshd started
         # Set by main for each run of a group: RangeFS's --prefetch, and whether rclone, httpdirfs
         # and aria2c are measured (in the run with the defaults only).
         self.policy = "all"
@@ -169,7 +170,7 @@ class Context:
         link "bucket" mounts the S3 bucket that start_bucket put on moto's server. `directory`
         ("library/") mounts that directory of the web tree instead of its root. On an https link
         ("plain-tls", "bucket-tls") each system trusts the run's CA by its own option. `command(mnt, cache)`,
-        when given, returns the mount command and its environment instead (the WebDAV and Subsonic rows')."""
+        when given, returns the mount command and its environment instead (the WebDAV, SFTP and Subsonic rows')."""
         if not self.available.get(system, False):
             raise BenchError(self.available.get(system + "_why", f"{system} is not installed"))
         mnt = self.new_dir("mnt", f"{system}-{link}")

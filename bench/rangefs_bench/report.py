@@ -266,7 +266,7 @@ def write_markdown(ctx, rows, info, elapsed):
             "bench/run.sh --rangefs-prefetch none          # RangeFS with that --prefetch only",
             "bench/run.sh --links plain,plain-tls          # loopback and its https twin only",
             "```", "",
-            "It installs fio, sox, rclone, httpdirfs, awscli, aria2, python3-mutagen and python3-matplotlib with apt (plus the "
+            "It installs fio, sox, rclone, httpdirfs, awscli, aria2, davfs2, sshfs, python3-mutagen and python3-matplotlib with apt (plus the "
             "project's own dependencies, moto and boto3 among them), builds `rangefs` in release mode, generates its data once "
             "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), runs each group on each link with RangeFS's "
             "defaults beside the other tools and at once again with RangeFS alone and `--prefetch none`, and rewrites "

@@ -13,9 +13,9 @@ NONE_KEY = "rangefs-none"
 FOREGROUND_UNITS = ("s", "ms", "MB/s", "IOPS")
 BACKGROUND_COST_LIMIT = 0.05
 
-# Tools measured in some rows only (aria2c: the mirror rows; davfs2: the WebDAV rows); their column
-# shows when a row has them.
-OPTIONAL_TOOLS = ("aria2c", "davfs2")
+# Tools measured in some rows only (aria2c: the mirror rows; davfs2: the WebDAV rows; sshfs: the SFTP
+# rows); their column shows when a row has them.
+OPTIONAL_TOOLS = ("aria2c", "davfs2", "sshfs")
 OTHER_TOOLS = ("rclone", "httpdirfs") + OPTIONAL_TOOLS
 
 

@@ -1,6 +1,6 @@
 """The HTTP servers on loopback: nginx with its plain, slow and stream ports and their latency
 proxies, each with an https twin (TLS and HTTP/2, TLS_PORT_OFFSET above it), the mirrors' nginx,
-the list of server pids run.sh stops, and LogMark, which counts what nginx sent from its access log."""
+the list of server pids run.sh stops, and LogMark, which counts what a server sent from its log."""
 import os
 import subprocess
 import sys
@@ -144,7 +144,8 @@ def rate_text(text):
 
 
 class LogMark:
-    """Bytes nginx sent for one URI path after this mark (read amplification)."""
+    """Bytes a server sent for one URI path after this mark (read amplification), from its log
+    (ctx.logs[link]: nginx's access log of a link; "webdav": Apache's; "sftp": sshd's)."""
 
     def __init__(self, ctx, link):
         self.path = ctx.logs[link]
@@ -157,16 +158,19 @@ class LogMark:
             f.seek(self.offset)
             return len(f.read().splitlines())
 
-    def bytes_sent(self, uri_path):
-        time.sleep(0.5)   # nginx logs a request when it ends; connections have just closed
-        total = 0
+    def entries(self):
+        """(URI path, body bytes sent) of each request logged after this mark (nginx's LOG_FORMAT;
+        Apache's of the webdav group starts with the same four fields)."""
         with open(self.path, "rb") as f:
             f.seek(self.offset)
             for line in f.read().decode(errors="replace").splitlines():
                 parts = line.split("\t")
-                if len(parts) >= 4 and parts[1] == "/" + uri_path:
-                    total += int(parts[3])
-        return total
+                if len(parts) >= 4:
+                    yield parts[1], int(parts[3])
+
+    def bytes_sent(self, uri_path):
+        time.sleep(0.5)   # nginx logs a request when it ends; connections have just closed
+        return sum(sent for path, sent in self.entries() if path == "/" + uri_path)
 
     @staticmethod
     def settle(ctx, link, quiet=1.0, timeout=20):
@@ -187,15 +191,8 @@ class LogMark:
         """Bytes nginx sent for the URI paths under `prefix` after this mark, and the number of
         those requests, once the log has settled."""
         LogMark.settle(ctx, link)
-        total = count = 0
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            for line in f.read().decode(errors="replace").splitlines():
-                parts = line.split("\t")
-                if len(parts) >= 4 and parts[1].startswith("/" + prefix):
-                    total += int(parts[3])
-                    count += 1
-        return total, count
+        sent = [size for path, size in self.entries() if path.startswith("/" + prefix)]
+        return sum(sent), len(sent)
 
 
 class MirrorServer:

@@ -1,34 +1,43 @@
-"""The WebDAV and Subsonic servers of the webdav and subsonic groups, started the first time a row
-asks for them and stopped with the run's other servers: Apache's mod_dav, Supysonic on waitress,
-an nginx TLS and HTTP/2 front for their https twins, and a latency proxy in front of each."""
+"""The servers of the webdav, subsonic and sftp groups, started the first time a row asks for them
+and stopped with the run's other servers: Apache's mod_dav, Supysonic on waitress, OpenSSH's sshd
+(its sftp-server, with keys made for the run), an nginx TLS and HTTP/2 front for the first two's
+https twins, and a latency proxy in front of each."""
+import base64
+import hashlib
 import json
 import os
+import pwd
+import re
 import shutil
 import subprocess
 import urllib.parse
 import urllib.request
 
 from .config import (
-    SONIC_ROOT, SUBSONIC_PASSWORD, SUBSONIC_PORT, SUBSONIC_PROXY_PORT, SUBSONIC_USER, WEBDAV_PORT,
-    WEBDAV_PROXY_PORT, WWW
+    SFTP_PORT, SFTP_PROXY_PORT, SFTP_SERVER, SONIC_ROOT, SUBSONIC_PASSWORD, SUBSONIC_PORT, SUBSONIC_PROXY_PORT,
+    SUBSONIC_USER, WEBDAV_PORT, WEBDAV_PROXY_PORT, WWW
 )
 from .process import BenchError, run
-from .servers import port_open, start_proxy, tls_settings, wait_port, write_server_pids
+from .servers import LogMark, port_open, start_proxy, tls_settings, wait_port, write_server_pids
 from .tls import check_http2, scheme, twin_port
 
 
 def start(ctx, what, tls):
-    """The base URL (scheme://127.0.0.1:port, the latency proxy's) of the `what` server ("webdav"
-    or "subsonic") or of its https twin, starting what it needs the first time."""
+    """The base URL (scheme://127.0.0.1:port, the latency proxy's; sftp://USER@127.0.0.1:port for
+    "sftp") of the `what` server ("webdav", "subsonic" or "sftp") or of its https twin, starting
+    what it needs the first time."""
     key = (what, tls)
     if key in ctx.sources:
         return ctx.sources[key]
+    if tls and what == "sftp":
+        raise BenchError("SFTP has no https twin")
     port, proxy_port = {"webdav": (WEBDAV_PORT, WEBDAV_PROXY_PORT),
-                        "subsonic": (SUBSONIC_PORT, SUBSONIC_PROXY_PORT)}[what]
+                        "subsonic": (SUBSONIC_PORT, SUBSONIC_PROXY_PORT),
+                        "sftp": (SFTP_PORT, SFTP_PROXY_PORT)}[what]
     if (what, "server") not in ctx.sources:
         if port_open(port):
             raise BenchError(f"something already listens on 127.0.0.1:{port}")
-        (start_apache if what == "webdav" else start_supysonic)(ctx, port)
+        {"webdav": start_apache, "subsonic": start_supysonic, "sftp": start_sshd}[what](ctx, port)
         ctx.sources[(what, "server")] = port
     if tls:
         start_tls_front(ctx)
@@ -39,7 +48,10 @@ def start(ctx, what, tls):
     ctx.servers.append(proxy)
     write_server_pids(ctx)
     wait_port(listen, proxy, "latency proxy")
-    ctx.sources[key] = f"{scheme(tls)}://127.0.0.1:{listen}"
+    if what == "sftp":
+        ctx.sources[key] = f"sftp://{ctx.ssh.user}@127.0.0.1:{listen}"
+    else:
+        ctx.sources[key] = f"{scheme(tls)}://127.0.0.1:{listen}"
     if tls:
         check_http2(ctx, ctx.sources[key] + "/")
     return ctx.sources[key]
@@ -72,7 +84,7 @@ Listen 127.0.0.1:{port}
 PidFile {d}/httpd.pid
 DefaultRuntimeDir {d}
 ErrorLog {d}/error.log
-LogFormat "%m %U %>s %B" requests
+LogFormat "%m\t%U\t%>s\t%B" requests
 CustomLog {d}/access.log requests
 {loads}
 TypesConfig /etc/mime.types
@@ -91,7 +103,76 @@ Alias /dav/ {WWW}/
   Dav On
 </Location>
 """)
+    ctx.logs["webdav"] = d / "access.log"    # LogMark's fields: method, path, status, body bytes
     spawn(ctx, ["/usr/sbin/apache2", "-f", str(d / "httpd.conf"), "-DFOREGROUND"], port, "apache")
+
+
+class SshKeys:
+    """The sftp group's keys, made for the run in `directory`: the server's host key, the key every
+    client signs in with (the server's authorized_keys) and a known_hosts file that names the host
+    key at the latency proxy's address, against which every client checks the server."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.host_key, self.identity = directory / "host_ed25519", directory / "id_ed25519"
+        self.authorized_keys, self.known_hosts = directory / "authorized_keys", directory / "known_hosts"
+        self.user = pwd.getpwuid(os.getuid()).pw_name
+
+    def make(self):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for key in (self.host_key, self.identity):
+            for path in (key, public(key)):
+                path.unlink(missing_ok=True)
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rangefs-bench", "-f", str(key)], 60)
+        shutil.copyfile(public(self.identity), self.authorized_keys)
+        kind, blob = public(self.host_key).read_text().split()[:2]
+        self.known_hosts.write_text(f"[127.0.0.1]:{SFTP_PROXY_PORT} {kind} {blob}\n")
+
+    def curl_options(self):
+        """How curl signs in and checks the host key (it takes no known_hosts file but ~/.ssh's)."""
+        blob = public(self.host_key).read_text().split()[1]
+        fingerprint = base64.b64encode(hashlib.sha256(base64.b64decode(blob)).digest()).decode()
+        return ["--key", str(self.identity), "--pubkey", str(public(self.identity)), "--hostpubsha256", fingerprint]
+
+
+def public(key):
+    return key.with_name(key.name + ".pub")
+
+
+def start_sshd(ctx, port):
+    """OpenSSH's sshd from a configuration of its own, signing in by the run's key alone; its
+    sftp-server logs each file handle's bytes read to sftp-server.log (SftpLogMark)."""
+    d = ctx.work / "sftp"
+    ctx.ssh = SshKeys(d)
+    ctx.ssh.make()
+    try:
+        os.makedirs("/run/sshd", exist_ok=True)     # sshd's privilege separation directory
+    except OSError as error:
+        raise BenchError(f"cannot make /run/sshd: {error}")
+    (d / "sshd_config").write_text(f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {ctx.ssh.host_key}
+AuthorizedKeysFile {ctx.ssh.authorized_keys}
+AuthenticationMethods publickey
+StrictModes no
+Subsystem sftp {SFTP_SERVER} -e -l INFO 2>>{d}/sftp-server.log
+PidFile {d}/sshd.pid
+""")
+    ctx.logs["sftp"] = d / "sftp-server.log"
+    spawn(ctx, ["/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")], port, "sshd")
+
+
+class SftpLogMark(LogMark):
+    """What sshd's sftp-server read for its clients after this mark: at log level INFO it logs each
+    file handle it closes (at the latest when the session ends) with the bytes read through it."""
+    CLOSE = re.compile(r'close "(?P<path>[^"]*)" bytes read (?P<read>\d+)')
+
+    def entries(self):
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            text = f.read().decode(errors="replace")
+        for match in self.CLOSE.finditer(text):
+            yield match["path"], int(match["read"])
 
 
 def subsonic_cli(d, args):

@@ -9,6 +9,8 @@ returns the Rows it measured, with RangeFS mounted with the Context's policy.
 - library: library
 - bucket: bucket
 - mirrors: mirrors
+- shares: the rows the webdav and sftp groups share
 - webdav: webdav
+- sftp: sftp
 - subsonic: subsonic
 """

@@ -1,9 +1,11 @@
 """The music library rows (group library): a media server's first scan of a mounted library with
-mutagen-inspect and ffprobe, against the same scan of the local files."""
+mutagen-inspect and ffprobe, against the same scan of the local files; scan_rows makes the same
+rows for the library on another server (the webdav and sftp groups)."""
 import json
 import os
 import shutil
 import time
+from collections import namedtuple
 
 from ..config import LIBRARY, LIBRARY_OTHERS_TIMEOUT, LIBRARY_SCAN_TIMEOUT, LIBRARY_TRACKS, MiB, WWW
 from ..process import BenchError, log, median, run
@@ -89,84 +91,105 @@ def check_ffprobe(outputs):
             raise BenchError(f"ffprobe of the local {rel} lacks its tags, its audio or its cover")
 
 
+# The two scans, as the rows name them, and what each reads of this library (strace of the local scans).
+Scan = namedtuple("Scan", "rid label tool command normalize check reads")
+SCANS = (
+    Scan("tags", "mutagen-inspect", "mutagen-inspect", lambda f: ["mutagen-inspect", f], mutagen_output,
+         check_mutagen, "mutagen-inspect reads about 70 KiB at the head of each file (the ID3v2 tag with its "
+                        "cover, the first frame) and its last 160 bytes (ID3v1, APEv2): 6.6 MiB in all."),
+    Scan("ffprobe", "ffprobe -show_format -show_streams", "ffprobe",
+         lambda f: ["ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", f], ffprobe_output,
+         check_ffprobe, "ffprobe reads the first 96 or 128 KiB of each file, nothing at its end: 10.3 MiB in all."),
+)
+
+
 def rows_library(ctx, link):
     """A first scan of a freshly mounted music library, as a media server or a tagger makes one
     (Jellyfin, Navidrome, beets open every file once): a tag reader (mutagen, the library beets and
     Picard read tags with) and ffprobe, one process per file, one file at a time. The baseline is
     the same scan of the local files. With --prefetch all RangeFS fetches the heads and tails of
     every file, then whole files, in the background while the scan runs."""
+    directory = LIBRARY + "/"
+
+    def traffic():
+        LogMark.settle(ctx, link)     # the last run's dropped requests, logged late, are not ours
+        mark = LogMark(ctx, link)
+        return lambda: mark.traffic(ctx, link, directory)
+
+    return scan_rows(ctx, link, "library", "", f"The web directory {directory} mounted by its URL (nginx's "
+                     "autoindex)", systems(ctx), lambda name: mounted(ctx, name, link, listing=True, directory=directory),
+                     traffic, f"the bytes nginx sent under /{directory} and its requests")
+
+
+def scan_rows(ctx, link, group, title, source, names, mount, traffic, fetched, requests="requests"):
+    """The library scans' rows of a group (ids `group`-SCAN-link, labels after `title`): each scan of
+    the library mounted by `mount(name)` (a context manager; RangeFS the --repeats, the other
+    `names` once), the baseline the same scan of the local files; each output compared with the
+    local scan's. `source` says how the library is mounted; `traffic()`, called before a mount,
+    returns what tells the bytes the server sent and their `requests` once it is unmounted;
+    `fetched` says what those are."""
     n = ctx.args.repeats
     files = library_files()
     size = sum((WWW / LIBRARY / rel).stat().st_size for rel in files)
-    directory = LIBRARY + "/"
-    # What each reads of this library (strace of the local scans).
-    scans = [
-        ("tags", "mutagen-inspect", "mutagen-inspect", lambda f: ["mutagen-inspect", f], mutagen_output,
-         check_mutagen, "mutagen-inspect reads about 70 KiB at the head of each file (the ID3v2 tag with its "
-                        "cover, the first frame) and its last 160 bytes (ID3v1, APEv2): 6.6 MiB in all."),
-        ("ffprobe", "ffprobe -show_format -show_streams", "ffprobe",
-         lambda f: ["ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", f], ffprobe_output,
-         check_ffprobe, "ffprobe reads the first 96 or 128 KiB of each file, nothing at its end: 10.3 MiB in all."),
-    ]
+    others = " and ".join(name for name in names if name != "rangefs")
     rows = []
-    for rid, label, tool, command, normalize, check, reads in scans:
-        what = f"First scan of a {len(files)}-MP3 library ({size / MiB:.0f} MiB): {label} per file ({link})"
-        main = Row(f"library-{rid}-{link}", what, "s", "lower", "the same scan of the local files", link,
-                   note=f"The web directory {directory} mounted by its URL (nginx's autoindex), cold: a fresh mount, "
-                        "an empty cache, the page cache dropped; find, then one process per file, one at a time "
-                        "(mount time not counted); the baseline scans the local files, the page cache dropped. "
-                        "Each output is compared with the local scan's, which is checked against the tags written. "
-                        f"rclone and httpdirfs one run each. {reads} Fetched: the bytes "
-                        f"nginx sent under /{directory} and its requests, from the mount until the unmount right "
-                        "after the scan (RangeFS: median of the repeats).")
+    for scan in SCANS:
+        what = f"first scan of a {len(files)}-MP3 library ({size / MiB:.0f} MiB): {scan.label} per file ({link})"
+        main = Row(f"{group}-{scan.rid}-{link}", title + what if title else what[:1].upper() + what[1:], "s",
+                   "lower", "the same scan of the local files", link,
+                   note=f"{source}, cold: a fresh mount, an empty cache, the page cache dropped; find, then one "
+                        "process per file, one at a time (mount time not counted); the baseline scans the local "
+                        "files, the page cache dropped. Each output is compared with the local scan's, which is "
+                        "checked against the tags written. " + (f"{others} one run each. " if others else "")
+                        + f"{scan.reads} Fetched: {fetched}, from the mount until the unmount right after the "
+                        "scan (RangeFS: median of the repeats).")
         rows.append(main)
         expected = {}
 
-        def baseline(tool=tool, command=command, normalize=normalize, check=check, expected=expected):
-            if not shutil.which(tool):
-                raise BenchError(f"{tool} is not installed (bench/run.sh installs it)")
+        def baseline(scan=scan, expected=expected):
+            if not shutil.which(scan.tool):
+                raise BenchError(f"{scan.tool} is not installed (bench/run.sh installs it)")
             times = []
             for _ in range(n):
                 ctx.drop_caches()
-                seconds, outputs = scan_library(WWW / LIBRARY, command, normalize)
+                seconds, outputs = scan_library(WWW / LIBRARY, scan.command, scan.normalize)
                 if sorted(outputs) != files:
                     raise BenchError(f"the local scan found {len(outputs)} files, expected {len(files)}")
-                check(outputs)
+                scan.check(outputs)
                 expected.update(outputs)
                 times.append(seconds)
             return median(times)
 
-        def system(row, name, tool=tool, command=command, normalize=normalize, expected=expected):
+        def system(row, name, scan=scan, expected=expected):
             def measure():
                 if not expected:
                     raise BenchError("no local scan to compare with")
                 rangefs = name == "rangefs"
-                times, sent, requests = [], [], []
+                times, sent, counts = [], [], []
                 for _ in range(n if rangefs else 1):
                     ctx.drop_caches()
-                    LogMark.settle(ctx, link)     # the last run's dropped requests, logged late, are not ours
-                    mark = LogMark(ctx, link)
-                    with mounted(ctx, name, link, listing=True, directory=directory) as m:
-                        seconds, outputs = scan_library(m.mnt, command, normalize,
+                    counted = traffic()
+                    with mount(name) as m:
+                        seconds, outputs = scan_library(m.mnt, scan.command, scan.normalize,
                                                         LIBRARY_SCAN_TIMEOUT if rangefs else LIBRARY_OTHERS_TIMEOUT)
                     # Unmounted right after the scan: the background transfers stop there.
-                    fetched, count = mark.traffic(ctx, link, directory)
+                    fetched_bytes, count = counted()
                     if sorted(outputs) != files:
                         raise BenchError(f"the scan found {len(outputs)} files, expected {len(files)}")
                     wrong = [rel for rel in files if outputs[rel] != expected[rel]]
                     if wrong:
-                        raise BenchError(f"{tool} read {len(wrong)} files differently than the local ones, "
+                        raise BenchError(f"{scan.tool} read {len(wrong)} files differently than the local ones, "
                                          f"first {wrong[0]}")
                     times.append(seconds)
-                    sent.append(fetched)
-                    requests.append(count)
-                text = f"{median(sent) / MiB:.1f} MiB in {median(requests):.0f} requests"
+                    sent.append(fetched_bytes)
+                    counts.append(count)
+                text = f"{median(sent) / MiB:.1f} MiB in {median(counts):.0f} {requests}"
                 row.note += f" {name} fetched {text}" + ("." if rangefs else f" ({times[0]:.1f} s, one run).")
                 log(f"  {row.rid} [{name}] fetched {text}")
                 return median(times)
             return measure
 
         measure_cell(main, "baseline", baseline)
-        for name in systems(ctx):
+        for name in names:
             measure_cell(main, name, system(main, name))
     return rows

@@ -7,6 +7,18 @@ from ..servers import LogMark
 from ..results import Row, failed_cells, measure_cell
 from ..primitives import systems
 
+# The web tree's directory of WEB_WIDE files (the web, webdav and sftp groups list it).
+WIDE = "web/wide"
+
+
+def ls_wide(m):
+    """Seconds of ls -la of WIDE on the mount `m`, which must list every file."""
+    seconds, result = timed(["ls", "-la", m.path(WIDE)], 600)
+    files = [l for l in result.stdout.splitlines() if l.startswith("-")]
+    if len(files) != WEB_WIDE:
+        raise BenchError(f"ls -la listed {len(files)} files, expected {WEB_WIDE}")
+    return seconds
+
 
 def check_listing(out, count):
     entries = [l for l in out.splitlines() if l.startswith("-")]
@@ -101,7 +113,7 @@ def rows_many(ctx, link):
 def rows_web(ctx, link):
     """A web directory mounted by its URL, as each tool mounts nginx's autoindex listings."""
     n = ctx.args.repeats
-    wide, tree = "web/wide", "web/tree"
+    tree = "web/tree"
     cold = Row(f"web-ls-{link}", f"web directory: mount, then ls -la of a {WEB_WIDE:,}-file directory ({link})", "ms",
                "lower", "curl of that directory's listing page", link,
                note="From the start of the mount command to the end of ls -la, cache empty.")
@@ -112,7 +124,7 @@ def rows_web(ctx, link):
     sent = Row(f"web-find-requests-{link}", f"web directory: requests sent for that walk ({link})", "requests",
                "lower", "its listing pages", link)
     rows = [cold, again, walk, sent]
-    page = [ctx.url(link, wide + "/")]
+    page = [ctx.url(link, WIDE + "/")]
     pages = [ctx.url(link, tree + "/")] + [ctx.url(link, f"{tree}/d{d:02d}/") for d in range(WEB_DIRS)]
     measure_cell(cold, "baseline", lambda: median([timed(ctx.curl(link) + ["-o", "/dev/null"] + page, 60)[0]
                                                    for _ in range(n)]) * 1000)
@@ -120,13 +132,6 @@ def rows_web(ctx, link):
     measure_cell(walk, "baseline", lambda: median([timed(ctx.curl(link) + sum((["-o", "/dev/null", u] for u in pages), []), 300)[0]
                                                    for _ in range(n)]))
     sent.values["baseline"] = float(len(pages))
-
-    def ls_wide(m):
-        seconds, result = timed(["ls", "-la", m.path(wide)], 600)
-        files = [l for l in result.stdout.splitlines() if l.startswith("-")]
-        if len(files) != WEB_WIDE:
-            raise BenchError(f"ls -la listed {len(files)} files, expected {WEB_WIDE}")
-        return seconds
 
     for name in systems(ctx):
         try:
