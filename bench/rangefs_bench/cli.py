@@ -32,6 +32,9 @@ from .chart import write_chart
 from .tls import base_link, is_tls, twin_link
 
 
+# The figures docs/benchmarks.md shows, beside it: what --merge and --render-only start from.
+PAGE_FIGURES = DOCS / "benchmarks.json"
+
 GROUPS = ["cold", "cpu", "warm", "ttfb", "fio", "media", "ls", "parallel", "prefetch", "stream", "rss", "many",
           "web", "library", "bucket", "mirrors", "webdav", "sftp", "subsonic"]
 # The links --links names: each and its https twin (plain-tls: nginx's TLS and HTTP/2 port).
@@ -93,13 +96,14 @@ def main():
     parser.add_argument("--work", default=str(BENCH / "data" / "work"))
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     parser.add_argument("--render-only", action="store_true",
-                        help="rewrite docs/benchmarks.md and .png from bench/data/results.json")
+                        help="rewrite docs/benchmarks.md and .png from the page's figures (docs/benchmarks.json)")
     parser.add_argument("--merge", action="store_true",
-                        help="put the rows this run measures in place of the same rows of bench/data/results.json "
-                        "(the last run's), keep the others, and say on the page which rows were measured again")
+                        help="put the rows this run measures in place of the same rows of the page's figures "
+                        "(docs/benchmarks.json), keep the others, and say on the page which rows were measured again: "
+                        "a whole run may be made in parts")
     args = parser.parse_args()
     if args.render_only:
-        saved = json.loads((DATA / "results.json").read_text())
+        saved = saved_figures()
         rows = [Row.from_json(r) for r in saved["rows"]]
         ctx = Context(argparse.Namespace(**saved["args"]))
         ctx.notes = saved["notes"]
@@ -208,20 +212,31 @@ def main():
         rows, info, elapsed = merged_into_saved(rows, ctx, info, elapsed)
     results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes,
                "rows": [r.to_json() for r in rows]}
-    (DATA / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    figures = json.dumps(results, indent=1, ensure_ascii=False) + "\n"
+    (DATA / "results.json").write_text(figures)
     if not args.no_docs:
         DOCS.mkdir(exist_ok=True)
+        PAGE_FIGURES.write_text(figures)
         write_markdown(ctx, rows, info, elapsed)
         write_chart(rows, DOCS / "benchmarks.png")
         log("wrote docs/benchmarks.md and docs/benchmarks.png")
     log(f"done in {elapsed / 60:.1f} min")
 
 
+def saved_figures():
+    """The figures the page shows (docs/benchmarks.json, kept with the page so that a run on any
+    machine can measure some rows again in their place)."""
+    if not PAGE_FIGURES.exists():
+        raise SystemExit(f"bench: {PAGE_FIGURES.relative_to(BENCH.parent)} is missing: run the groups once "
+                         "without --merge (it writes the page and its figures), then --merge the others")
+    return json.loads(PAGE_FIGURES.read_text())
+
+
 def merged_into_saved(rows, ctx, info, elapsed):
-    """The last run's rows (bench/data/results.json) with this run's in place of the same rows and
-    any new ones after them; the last run's machine facts and notes kept, and a note naming the rows
-    measured again, when, on which build and at what load."""
-    saved = json.loads((DATA / "results.json").read_text())
+    """The page's rows (docs/benchmarks.json) with this run's in place of the same rows and any new
+    ones after them; the page's machine facts and notes kept, and a note naming the rows measured
+    again, when, on which build and at what load."""
+    saved = saved_figures()
     fresh = {row.rid: row for row in rows}
     merged = [fresh.pop(d["id"]) if d["id"] in fresh else Row.from_json(d) for d in saved["rows"]]
     merged += [row for row in rows if row.rid in fresh]

@@ -271,7 +271,7 @@ def write_markdown(ctx, rows, info, elapsed):
             "into `bench/data/` (about 1.4 GiB, plus a 4 GiB sparse file), runs each group on each link with RangeFS's "
             "defaults beside the other tools and at once again with RangeFS alone and `--prefetch none`, and rewrites "
             "this page and `benchmarks.png`. "
-            "Raw figures: `bench/data/results.json`.", ""]
+            "Raw figures: `docs/benchmarks.json` (what `--merge` puts a run's rows into).", ""]
     page = DOCS / "benchmarks.md"
     out += [KEPT_MARKER, kept_sections(page)]
     page.write_text("\n".join(out))
