@@ -100,6 +100,20 @@ def original_bytes(rel, offset, length):
         return f.read(length)
 
 
+def rangefs_complete_data_file(mount, rel, timeout=30):
+    """The cache's own data file for a path of a RangeFS mount once the file is complete: a file
+    read whole is promoted (its data file renamed) at its next commit, up to a second later, and
+    a path taken before that would be gone when fio opens it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        path = rangefs_data_file(mount, rel)
+        if not path.name.endswith(".part"):
+            return path
+        if time.monotonic() >= deadline:
+            raise BenchError(f"{rel} was not promoted to complete within {timeout} s of being read whole")
+        time.sleep(0.05)
+
+
 def rangefs_data_file(mount, rel):
     """The cache's own data file for a path of a RangeFS mount (complete or partial)."""
     db = mount.cache / "metadata.sqlite"

@@ -12,7 +12,7 @@ from ..context import mounted
 from ..servers import LogMark
 from ..results import Row, measure_cell
 from ..primitives import (
-    fio, fio_with_fallback, http_random_reads, rangefs_data_file, read_all, systems, verify
+    fio, fio_with_fallback, http_random_reads, rangefs_complete_data_file, read_all, systems, verify
 )
 
 
@@ -60,7 +60,7 @@ def rows_fio(ctx, link):
                         read_all(m.path(rel), size)
                         verify(ctx, m.path(rel), rel)
                         if name == "rangefs":
-                            disk_iops.append(fio(rangefs_data_file(m, rel), bs, runtime=runtime, direct=1)["iops"])
+                            disk_iops.append(fio(rangefs_complete_data_file(m, rel), bs, runtime=runtime, direct=1)["iops"])
                         mark = LogMark(ctx, link)
                         result, direct = fio_with_fallback(m.path(rel), bs, runtime=runtime)
                         if not direct and f"{name}: O_DIRECT" not in warm.note:

@@ -15,7 +15,7 @@ from ..servers import LogMark
 from ..results import Row, measure_cell, measure_cells
 from ..tls import base_link
 from ..primitives import (
-    curl_seconds, curl_to_disk_seconds, curl_verify, disk_output, original_bytes, rangefs_data_file, read_all,
+    curl_seconds, curl_to_disk_seconds, curl_verify, disk_output, original_bytes, rangefs_complete_data_file, read_all,
     systems, timed_pread, verify
 )
 
@@ -77,7 +77,7 @@ def rows_warm(ctx, link):
                 for _ in range(n):
                     t_hot.append(read_all(m.path(rel), size))
                 if name == "rangefs":
-                    disk_file["path"] = rangefs_data_file(m, rel)
+                    disk_file["path"] = rangefs_complete_data_file(m, rel)
                     disk_file["baseline"] = measure_disk(ctx, disk_file["path"], size, n)
             finally:
                 m.unmount()
