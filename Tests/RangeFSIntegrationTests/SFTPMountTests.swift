@@ -73,12 +73,17 @@ extension RangeFSIntegrationTests {
         #expect(again.unmount().succeeded)
     }
 
+    /// A tree holding one file of 16 MiB of random bytes, `big.bin`, and its bytes.
+    private static func treeWithABigFile(seed: UInt64) throws -> (tree: URL, bytes: [UInt8]) {
+        let tree = try Scratch.makeDir("sftp-tree")
+        let bytes = RandomBytes.make(count: 16 << 20, seed: seed)
+        try Data(bytes).write(to: tree.appendingPathComponent("big.bin"))
+        return (tree, bytes)
+    }
+
     @Test("SFTP: a read of 4 KiB at an offset of a file of 16 MiB brings a range, not the file")
     func sftpReadsARange() throws {
-        let tree = try Scratch.makeDir("sftp-tree")
-        let size = 16 << 20
-        let bytes = RandomBytes.make(count: size, seed: 0x5F)
-        try Data(bytes).write(to: tree.appendingPathComponent("big.bin"))
+        let (tree, bytes) = try Self.treeWithABigFile(seed: 0x5F)
         let server = try SSHServer()
         defer { server.stop() }
         let mount = try fx.prepare(source: server.address(tree.path + "/"), options: ["--prefetch", "none"] + server.signInOptions)
@@ -96,10 +101,8 @@ extension RangeFSIntegrationTests {
 
     @Test("SFTP: a file read whole costs the server about its size in reads, not the reads libssh2 sends past each range's end")
     func sftpReadsLittlePastEachRange() throws {
-        let tree = try Scratch.makeDir("sftp-tree")
-        let size = 16 << 20
-        let bytes = RandomBytes.make(count: size, seed: 0x6A)
-        try Data(bytes).write(to: tree.appendingPathComponent("big.bin"))
+        let (tree, bytes) = try Self.treeWithABigFile(seed: 0x6A)
+        let size = bytes.count
         let server = try SSHServer(logsReads: true)
         defer { server.stop() }
         let mount = try fx.prepare(source: server.address(tree.path + "/"), options: ["--prefetch", "none"] + server.signInOptions)
