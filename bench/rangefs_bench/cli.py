@@ -27,7 +27,7 @@ from .rows.mirrors import rows_mirrors
 from .rows.webdav import rows_webdav
 from .rows.sftp import rows_sftp
 from .rows.subsonic import rows_subsonic
-from .report import machine_info, print_table, write_markdown
+from .report import machine_info, print_table, source_commit, write_markdown
 from .chart import write_chart
 from .tls import base_link, is_tls, twin_link
 
@@ -99,8 +99,8 @@ def main():
                         help="rewrite docs/benchmarks.md and .png from the page's figures (docs/benchmarks.json)")
     parser.add_argument("--merge", action="store_true",
                         help="put the rows this run measures in place of the same rows of the page's figures "
-                        "(docs/benchmarks.json), keep the others, and say on the page which rows were measured again: "
-                        "a whole run may be made in parts")
+                        "(docs/benchmarks.json), keep the others, and list this run among the page's parts (when, "
+                        "which groups on which links, which build, at what load): a whole run may be made in parts")
     args = parser.parse_args()
     if args.render_only:
         saved = saved_figures()
@@ -108,7 +108,7 @@ def main():
         ctx = Context(argparse.Namespace(**saved["args"]))
         ctx.notes = saved["notes"]
         print_table(rows)
-        write_markdown(ctx, rows, saved["machine"], saved["elapsed_s"])
+        write_markdown(ctx, rows, saved["machine"], saved_parts(saved))
         write_chart(rows, DOCS / "benchmarks.png")
         return
     if not args.rangefs:
@@ -123,6 +123,7 @@ def main():
             raise SystemExit(f"bench: unknown link {link!r}; links: {', '.join(LINKS)}")
 
     ctx = Context(args)
+    ctx.source_commit = source_commit()
 
     def on_signal(signum, frame):
         raise Interrupted(f"signal {signum}")
@@ -208,19 +209,20 @@ def main():
     elapsed = time.perf_counter() - started
     print_table(rows)
     info = machine_info(ctx)
+    parts = [run_part(vars(args), info, elapsed)]
     if args.merge:
-        rows, info, elapsed = merged_into_saved(rows, ctx, info, elapsed)
-    results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes,
+        rows, info, elapsed, parts = merged_into_saved(rows, ctx, parts[0])
+    results = {"machine": info, "args": vars(args), "elapsed_s": elapsed, "notes": ctx.notes, "parts": parts,
                "rows": [r.to_json() for r in rows]}
     figures = json.dumps(results, indent=1, ensure_ascii=False) + "\n"
     (DATA / "results.json").write_text(figures)
     if not args.no_docs:
         DOCS.mkdir(exist_ok=True)
         PAGE_FIGURES.write_text(figures)
-        write_markdown(ctx, rows, info, elapsed)
+        write_markdown(ctx, rows, info, parts)
         write_chart(rows, DOCS / "benchmarks.png")
         log("wrote docs/benchmarks.md and docs/benchmarks.png")
-    log(f"done in {elapsed / 60:.1f} min")
+    log(f"done in {parts[-1]['minutes']:.1f} min")
 
 
 def saved_figures():
@@ -232,16 +234,26 @@ def saved_figures():
     return json.loads(PAGE_FIGURES.read_text())
 
 
-def merged_into_saved(rows, ctx, info, elapsed):
+def run_part(args, info, elapsed):
+    """What one run measured, when, on which build and at what load: a page made in parts lists each."""
+    links = [l.strip() for l in args["links"].split(",") if l.strip()]
+    groups = [g for g in (g.strip() for g in args["only"].split(",")) if any(runs_on(g, l) for l in links)]
+    return {"date": info["date"], "minutes": round(elapsed / 60, 1), "groups": groups, "links": links,
+            "repeats": args["repeats"], "others": not args["skip_others"], "rangefs": info.get("rangefs", "?"),
+            "load at the start": info.get("load average (1/5/15 min) at the start", "?")}
+
+
+def saved_parts(saved):
+    """The parts of the page's figures; figures kept before parts were recorded are one part."""
+    return saved.get("parts") or [run_part(saved["args"], saved["machine"], saved["elapsed_s"])]
+
+
+def merged_into_saved(rows, ctx, part):
     """The page's rows (docs/benchmarks.json) with this run's in place of the same rows and any new
-    ones after them; the page's machine facts and notes kept, and a note naming the rows measured
-    again, when, on which build and at what load."""
+    ones after them; the page's machine facts and notes kept, and this run added to its parts."""
     saved = saved_figures()
     fresh = {row.rid: row for row in rows}
     merged = [fresh.pop(d["id"]) if d["id"] in fresh else Row.from_json(d) for d in saved["rows"]]
     merged += [row for row in rows if row.rid in fresh]
-    ctx.notes = saved.get("notes", []) + ctx.notes + [
-        f"Measured again on {info['date']} ({elapsed / 60:.1f} minutes, rangefs {info.get('rangefs', '?')}, "
-        f"load {info.get('load average (1/5/15 min) at the start', '?')} at the start), in place of the whole "
-        f"run's figures: " + "; ".join(row.label.strip() for row in rows) + "."]
-    return merged, saved["machine"], saved["elapsed_s"]
+    ctx.notes = saved.get("notes", []) + ctx.notes
+    return merged, saved["machine"], saved["elapsed_s"] + part["minutes"] * 60, saved_parts(saved) + [part]

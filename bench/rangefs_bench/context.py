@@ -119,6 +119,8 @@ class Context:
         self.policy = "all"
         self.others = not args.skip_others
         self.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
+        self.started_at = time.strftime("%Y-%m-%d %H:%M %Z")
+        self.source_commit = "commit not known"     # set by main as the run starts (report.source_commit)
 
     # -- helpers
     def url(self, link, rel):

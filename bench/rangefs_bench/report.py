@@ -102,20 +102,26 @@ def tool_version(cmd, pattern=None):
         return "not installed"
 
 
-def machine_info(ctx):
-    mem = next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1]
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+def source_commit():
+    """The checkout's commit, and whether its Sources differ from it: taken as a run starts, so a
+    commit made while it runs is not put to the binary built before it."""
     commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], 10, check=False).stdout.strip()
     dirty = run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", "Sources"], 10,
                 check=False).stdout.strip()
+    return f"commit {commit}{', Sources modified' if dirty else ''}"
+
+
+def machine_info(ctx):
+    mem = next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1]
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     return {
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "date": ctx.started_at,
         "cpus": f"{os.cpu_count()} × {cpu}",
         "memory": f"{int(mem) / 1024 / 1024:.1f} GiB",
         "kernel": os.uname().release,
         "load average (1/5/15 min) at the start": ctx.load_at_start,
         "load average (1/5/15 min) at the end": " ".join(open("/proc/loadavg").read().split()[:3]),
-        "rangefs": tool_version([ctx.rangefs, "--version"]) + f" (commit {commit}{', Sources modified' if dirty else ''})",
+        "rangefs": tool_version([ctx.rangefs, "--version"]) + f" ({ctx.source_commit})",
         "nginx": tool_version(["/usr/sbin/nginx", "-v"]),
         "curl": tool_version(["curl", "--version"]),
         "rclone": tool_version(["rclone", "version"]),
@@ -142,13 +148,29 @@ def md_escape(text):
     return text.replace("|", "\\|")
 
 
-def write_markdown(ctx, rows, info, elapsed):
+def run_summary(parts):
+    """The page's first lines: when its figures were measured, in one run or in parts."""
+    checked = ("every whole-file read was checked against the original's sha256 (the timed pass reads to "
+               "/dev/null, a pass right after hashes the same file through the same mount).")
+    repeats = {part["repeats"] for part in parts}
+    median = (f"Each figure is the median of {repeats.pop()} repeats unless the row says otherwise; " if len(repeats) == 1
+              else "Each figure is the median of its part's repeats unless the row says otherwise; ")
+    if len(parts) == 1:
+        return [f"One run of `bench/run.sh` on {parts[0]['date']}, {parts[0]['minutes']:.1f} minutes. " + median + checked]
+    total = sum(part["minutes"] for part in parts)
+    lines = [f"A run of `bench/run.sh` in {len(parts)} parts, {total:.1f} minutes in all; each part measured its "
+             "groups on its links, in place of the same rows of the parts before it. " + median + checked, ""]
+    for part in parts:
+        lines.append(f"- {part['date']}, {part['minutes']:.1f} minutes: {', '.join(part['groups'])} on "
+                     f"{', '.join(part['links'])}; {part['repeats']} repeats"
+                     + ("" if part["others"] else ", RangeFS and the baselines only")
+                     + f"; rangefs {part['rangefs']}; load average at the start {part['load at the start']}.")
+    return lines
+
+
+def write_markdown(ctx, rows, info, parts):
     a = ctx.args
-    out = ["# RangeFS benchmarks", "",
-           f"One run of `bench/run.sh` on {info['date']}, {elapsed / 60:.1f} minutes. Each figure is the median "
-           f"of {a.repeats} repeats unless the row says otherwise; every whole-file read was checked against "
-           "the original's sha256 (the timed pass reads to /dev/null, a pass right after hashes the same file "
-           "through the same mount).", "",
+    out = ["# RangeFS benchmarks", "", *run_summary(parts), "",
            "## Setup", "",
            f"- **plain**: nginx on 127.0.0.1:{PLAIN_PORT} (loopback: no latency, ~1 GB/s; exposes per-request "
            "overhead).",
