@@ -10,7 +10,8 @@ from .config import (
 )
 from .process import BenchError, run
 from .servers import rate_text
-from .results import BACKGROUND_COST_LIMIT, NONE_KEY, OPTIONAL_TOOLS, OTHER_TOOLS, fmt, http_twin_id, https_ratio
+from .results import (BACKGROUND_COST_LIMIT, NONE_KEY, OPTIONAL_TOOLS, OTHER_TOOLS, fmt, http_twin_id, https_ratio,
+                      https_within_spread)
 from .tls import base_link, is_tls
 
 
@@ -44,7 +45,8 @@ def https_column(rows):
 def table_cells(row, by_id=None):
     cells = {}
     ratio = https_ratio(row, by_id or {})
-    cells["https"] = f"{ratio:.2f}×" if ratio is not None else ""
+    overlap = " ≈" if ratio is not None and https_within_spread(row, by_id or {}) else ""
+    cells["https"] = f"{ratio:.2f}×{overlap}" if ratio is not None else ""
     for key in ("rangefs", NONE_KEY, "baseline") + OTHER_TOOLS:
         value = row.values.get(key)
         cells[key] = "n/a" if isinstance(value, str) else fmt(value)
@@ -203,7 +205,8 @@ def write_markdown(ctx, rows, info, parts):
               "fio baseline speaks HTTP/1.1 over TLS. The proxies pace each connection, and an HTTP/2 client "
               "multiplexes its transfers onto one: on slow-tls several transfers share one connection's rate. "
               "**https÷http** is RangeFS's figure (its defaults) on the https "
-              "row ÷ the same on its http twin, the row above it; the CPU rows give each system's and curl's CPU "
+              "row ÷ the same on its http twin, the row above it (**≈**: within the repeats' spread, some repeat "
+              "over https as good as some repeat over http); the CPU rows give each system's and curl's CPU "
               "seconds for the same cold read over both."]
              if any(is_tls(row.link) for row in rows) else []),
            (f"- RangeFS runs with its defaults (256 KiB blocks, --max-downloads 3) and `--prefetch {a.rangefs_prefetch}` "

@@ -139,6 +139,16 @@ def https_ratio(row, by_id):
     return None
 
 
+def https_within_spread(row, by_id):
+    """True when RangeFS's repeats (its defaults) over https and over http overlap: some repeat of
+    each was as good as some repeat of the other. None when either's repeats are unknown."""
+    twin = by_id.get(http_twin_id(row))
+    a, b = row.spreads.get("rangefs"), twin.spreads.get("rangefs") if twin else None
+    if not a or not b:
+        return None
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
 def fmt(value, unit=""):
     if isinstance(value, str):
         return value
