@@ -98,6 +98,8 @@ struct MountRunner {
         if readyDescriptor != nil {
             // Leave the launching terminal's session so its hang-up does not unmount us.
             setsid()
+            // Started as /proc/self/exe (`BackgroundLaunch`): `pgrep rangefs` and `top` find it by this name.
+            ThreadNames.nameCurrentThread("rangefs")
         }
         // Everything the mount creates (database, journal, data, log, socket) is its owner's alone.
         umask(0o077)

@@ -187,6 +187,27 @@ extension RangeFSIntegrationTests {
         // The log file keeps getting the same lines.
         #expect(setup.mount.log().contains("mounted \(setup.mount.manifestPath)"), "\(setup.mount.logTail())")
     }
+
+    @Test("In the background the mount process is called rangefs (pgrep, top), and its threads by what they do")
+    func backgroundMountIsNamedRangefs() throws {
+        let setup = try SystemMountSetup(fx)
+        let r = Command.run([fx.binary, setup.mount.manifestPath, setup.mount.mountpoint,
+                             "-o", "cache_dir=\(setup.mount.cacheDir),prefetch=none"], timeout: 60)
+        try #require(Check.succeeded(r, "background mount", mount: setup.mount))
+        let daemon = try #require(SystemMountSetup.daemonPid(of: setup.mount.mountpoint))
+        func name(_ path: String) -> String? {
+            (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        }
+        let processName = name("/proc/\(daemon)/comm")
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/task")) ?? []
+        let threadNames = Set(tasks.compactMap { name("/proc/\(daemon)/task/\($0)/comm") })
+        try setup.umountAndExpectExit(daemon)
+
+        #expect(processName == "rangefs", "the background mount is not /proc/self/exe's \"exe\" to pgrep and top")
+        for thread in ["rangefs-http", "rangefs-streams", "rangefs-control"] {
+            #expect(threadNames.contains(thread), "a thread named \(thread) among \(threadNames.sorted())")
+        }
+    }
 }
 
 /// A manifest of a few standard files, a mount point and cache directory (a prepared, not

@@ -61,11 +61,9 @@ public final class ControlServer: Sendable {
         socketFile = identity
         state = Mutex(State(listener: listener.descriptor))
 
-        let thread = Thread { [self] in
+        ThreadNames.start("rangefs-control") { [self] in
             acceptConnections(on: listener)
         }
-        thread.name = "rangefs-control"
-        thread.start()
     }
 
     /// Stops serving and removes the socket file. Returns within about two seconds even if a

@@ -46,11 +46,9 @@ public final class MetricsListener: Sendable {
         }
         self.address = MetricsAddress(host: address.host, port: port)
         self.descriptor = descriptor
-        let thread = Thread { [self] in
+        ThreadNames.start("rangefs-metrics") { [self] in
             serve(logger: logger, body: body)
         }
-        thread.name = "rangefs-metrics"
-        thread.start()
     }
 
     /// Stops accepting and returns once the thread has ended (within a poll interval and the

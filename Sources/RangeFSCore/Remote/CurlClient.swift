@@ -75,7 +75,7 @@ public final class CurlClient: RemoteClient {
     public init(configuration: Configuration = Configuration(), logger: Logger) {
         CurlGlobal.initialize()
         inbox = Self.startLoop(pool: .connectionEach, named: "rangefs-http", configuration: configuration, logger: logger)
-        streamInbox = Self.startLoop(pool: .sharedStreams, named: "rangefs-http-streams", configuration: configuration,
+        streamInbox = Self.startLoop(pool: .sharedStreams, named: "rangefs-streams", configuration: configuration,
                                      logger: logger)
     }
 
@@ -83,11 +83,9 @@ public final class CurlClient: RemoteClient {
                                   logger: Logger) -> CurlInbox {
         let multi = CurlMultiHandle(configuration: configuration, pool: pool)
         let inbox = CurlInbox(multi: multi)
-        let thread = Thread {
+        ThreadNames.start(name) {
             CurlMultiLoop(multi: multi, inbox: inbox, configuration: configuration, logger: logger).run()
         }
-        thread.name = name
-        thread.start()
         return inbox
     }
 
