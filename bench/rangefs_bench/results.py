@@ -65,10 +65,7 @@ class Row:
         """True when the repeats with the defaults and with --prefetch none overlap (some repeat of
         each was as good as some repeat of the other): their difference is within the run's noise.
         None when either cell's repeats are unknown."""
-        a, b = self.spreads.get("rangefs"), self.spreads.get(NONE_KEY)
-        if not a or not b:
-            return None
-        return a[0] <= b[1] and b[0] <= a[1]
+        return spreads_overlap(self.spreads.get("rangefs"), self.spreads.get(NONE_KEY))
 
     def ahead(self):
         r = self.values.get("rangefs")
@@ -143,7 +140,12 @@ def https_within_spread(row, by_id):
     """True when RangeFS's repeats (its defaults) over https and over http overlap: some repeat of
     each was as good as some repeat of the other. None when either's repeats are unknown."""
     twin = by_id.get(http_twin_id(row))
-    a, b = row.spreads.get("rangefs"), twin.spreads.get("rangefs") if twin else None
+    return spreads_overlap(row.spreads.get("rangefs"), twin.spreads.get("rangefs") if twin else None)
+
+
+def spreads_overlap(a, b):
+    """Whether two cells' (lowest, highest) repeats overlap: their difference is within the run's
+    noise. None when either is unknown."""
     if not a or not b:
         return None
     return a[0] <= b[1] and b[0] <= a[1]

@@ -4,7 +4,7 @@ import Foundation
 /// threads): Foundation's `Thread.name` on Linux stays inside Foundation, and a mount started in
 /// the background runs as `/proc/self/exe`, which the system would call "exe".
 public enum ThreadNames {
-    /// Linux keeps this many bytes of a thread's name; a longer one is refused whole.
+    /// Linux keeps this many bytes of a thread's name (`comm` cuts a longer one short).
     static let limit = 15
 
     /// Names the calling thread. The main thread's name is the process's. (Through its `comm`
