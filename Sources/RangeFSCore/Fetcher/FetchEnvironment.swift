@@ -42,10 +42,8 @@ public struct FetchPolicy: Sendable {
     /// from a server whose requests moved at `machineBoundHostBytesPerSecond` or more lately: such
     /// transfers are bound by this machine, not the link, and share its CPUs and memory with the
     /// program. A distant server's go on: they cost the program little, and the link's time is
-    /// not to be lost (`ProgramReads`, rule 7 of `Scheduling/TransferPurpose.swift`). What such a
-    /// program loses is copying speed, so the measure is bytes: many small reads copy little, and
-    /// lose nothing to the background (they gain from CPUs it keeps awake).
-    public var hardReadBytesPerSecond: UInt64 = 256 * 1024 * 1024
+    /// not to be lost (`ProgramReads`, rule 7 of `Scheduling/TransferPurpose.swift`).
+    public var hardReadBytesPerSecond: UInt64 = 64 * 1024 * 1024
     public var hardReadHold: Duration = .milliseconds(250)
     public var machineBoundHostBytesPerSecond: Double = 64 * 1024 * 1024
     /// While a program walks the tree without opening a file for `scanOpensWithin`, and no
