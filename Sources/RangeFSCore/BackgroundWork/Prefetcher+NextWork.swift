@@ -19,12 +19,8 @@ extension Prefetcher {
         // file once, and the heads of the files it has not reached yet are what it needs next.
         let headsFirst = state.withLock { !$0.heads.isFinished }
         if hasWholeFileSlot {
-            let (openNow, openedEarlier) = catalog.filesInUseByOpenness()
-            for file in openNow where !busy.contains(file.url.serverKey) && startChunk(of: file) {
-                return true
-            }
-            for file in headsFirst ? [] : openedEarlier where !busy.contains(file.url.serverKey) && !file.isComplete
-                && !waitsForHardReads(onHost: file.url.serverKey) && startChunk(of: file) {
+            let files = headsFirst ? catalog.filesOpenNow() : catalog.filesInUse()
+            for file in files where !busy.contains(file.url.serverKey) && startChunk(of: file) {
                 return true
             }
         }
@@ -67,18 +63,6 @@ extension Prefetcher {
             if file.isComplete { state.withLock { $0.urgent.removeAll { $0 == index } } }
         }
         return false
-    }
-
-    /// Whether a chunk of a file nobody has open waits, on `host`, for programs reading the mount
-    /// hard: its transfers there would be bound by this machine, not by the link (rule 7 of the
-    /// scheduling note, `ProgramReads`). Remembers that work waited, for `wakeAfterHardReads`.
-    private func waitsForHardReads(onHost host: String) -> Bool {
-        let environment = catalog.environment
-        guard environment.programReads.hardTimeLeft != nil,
-              let speed = environment.hostRates.bytesPerSecond(host: host, at: .now),
-              speed >= environment.policy.machineBoundHostBytesPerSecond else { return false }
-        state.withLock { $0.waitedForHardReads = true }
-        return true
     }
 
     private func startChunk(of file: CachedFile) -> Bool {
@@ -181,7 +165,7 @@ extension Prefetcher {
             guard let file = catalog.knownFile(forEntry: index) else {
                 return startProbe(ofEntry: index)
             }
-            if !file.isComplete, !waitsForHardReads(onHost: entry.url.serverKey), startChunk(of: file) { return true }
+            if !file.isComplete, startChunk(of: file) { return true }
         }
         return false
     }
@@ -210,8 +194,6 @@ extension Prefetcher {
                 advance(past: index, remove: true)
                 continue
             }
-            // The walk stays where it is: a manifest's files are mostly on one server.
-            if waitsForHardReads(onHost: file.url.serverKey) { return false }
             if startChunk(of: file) { return true }
             advance(past: index, remove: false)
         }

@@ -12,9 +12,7 @@ import Synchronization
 //   server gets a second (`Scheduling/HostShares`).
 // - It starts a moment after the mount (`BackgroundQuiet.mountGrace`), so a program's first
 //   requests have the server to themselves; when it stands still, and for whom, is the
-//   scheduling part's (`Scheduling/TransferPurpose.swift`). It asks one of those rules itself:
-//   while programs read hard it starts no chunk of a file nobody has open from a server as fast
-//   as the machine (rule 7, `ProgramReads`), and looks again when their reading eases.
+//   scheduling part's (`Scheduling/TransferPurpose.swift`).
 // - `Prefetcher` starts, pauses and wakes the work; `+NextWork` chooses what a free slot does;
 //   `+Slots` counts the slots and the files resting after a failure. Read-ahead, the bytes just
 //   past a reader, is not here: it is the file plan's (`FilePlan.readAheadEnd`) and the open
@@ -99,10 +97,6 @@ public final class Prefetcher: Sendable {
         var hostShares = HostShares()
         /// A look for work is due after `idleSlotRecheck`.
         var recheckScheduled = false
-        /// Whole-file work waited for programs reading hard (`waitsForHardReads`) since the last
-        /// look; and a look is due when their reading eases.
-        var waitedForHardReads = false
-        var hardReadsWakeScheduled = false
         /// Some entry of the manifest has mirrors: only then can a slow tail be taken over.
         var hasMirrors: Bool
     }
@@ -221,7 +215,6 @@ public final class Prefetcher: Sendable {
         while reserveSlot() {
             if !startNext() {
                 freeSlot()
-                wakeAfterHardReads()
                 if catalog.budget.hasRoom(for: configuration.chunkBytes) || !hasWorkLeft() {
                     wakeAfterRest()
                     recheckLater()
@@ -294,23 +287,6 @@ public final class Prefetcher: Sendable {
         guard let wake else { return }
         let delay = max(Duration.zero, wake - ContinuousClock.now) + .milliseconds(10)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in pump() }
-    }
-
-    /// Whole-file work waited for programs reading hard: look again once their reading eases
-    /// (it counts as hard for `hardReadHold` after their last hard window).
-    private func wakeAfterHardReads() {
-        let due = state.withLock { state -> Bool in
-            guard state.waitedForHardReads, !state.hardReadsWakeScheduled, !state.stopped else { return false }
-            state.waitedForHardReads = false
-            state.hardReadsWakeScheduled = true
-            return true
-        }
-        guard due else { return }
-        let delay = (catalog.environment.programReads.hardTimeLeft ?? .zero) + .milliseconds(10)
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
-            state.withLock { $0.hardReadsWakeScheduled = false }
-            pump()
-        }
     }
 
     /// A slot is free while transfers run in a manifest with mirrors, or while a reader keeps

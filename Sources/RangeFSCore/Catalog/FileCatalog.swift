@@ -159,16 +159,15 @@ public final class FileCatalog: Sendable {
 
     /// Files with an open handle now, then files opened earlier in this mount, each in the order first opened.
     public func filesInUse() -> [CachedFile] {
-        let (openNow, openedEarlier) = filesInUseByOpenness()
-        return openNow + openedEarlier
-    }
-
-    /// Files with an open handle now, and files opened earlier in this mount, each in the order first opened.
-    func filesInUseByOpenness() -> (openNow: [CachedFile], openedEarlier: [CachedFile]) {
         let (open, earlier) = usage.withLock { usage in
             (usage.everOpened.filter { usage.openHandles[$0] != nil }, usage.everOpened.filter { usage.openHandles[$0] == nil })
         }
-        return (files.loadedFiles(open), files.loadedFiles(earlier))
+        return files.loadedFiles(open + earlier)
+    }
+
+    /// Files with an open handle now, in the order first opened.
+    func filesOpenNow() -> [CachedFile] {
+        files.loadedFiles(usage.withLock { usage in usage.everOpened.filter { usage.openHandles[$0] != nil } })
     }
 
     /// Called (on whatever thread) when a remote file turned out to have changed, so that what

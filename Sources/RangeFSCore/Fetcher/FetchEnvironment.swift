@@ -37,15 +37,6 @@ public struct FetchPolicy: Sendable {
     /// long: the kernel reads the file from the cache disk at its own pace (passthrough or the
     /// page cache, unseen here), and background transfers would take CPU and disk from it.
     public var quietAfterCompleteOpen: Duration = .seconds(1)
-    /// While programs read the mount at `hardReadBytesPerSecond` or more (cached data, mostly),
-    /// and until `hardReadHold` after, the prefetcher starts no chunk of a file nobody has open
-    /// from a server whose requests moved at `machineBoundHostBytesPerSecond` or more lately: such
-    /// transfers are bound by this machine, not the link, and share its CPUs and memory with the
-    /// program. A distant server's go on: they cost the program little, and the link's time is
-    /// not to be lost (`ProgramReads`, rule 7 of `Scheduling/TransferPurpose.swift`).
-    public var hardReadBytesPerSecond: UInt64 = 64 * 1024 * 1024
-    public var hardReadHold: Duration = .milliseconds(250)
-    public var machineBoundHostBytesPerSecond: Double = 64 * 1024 * 1024
     /// While a program walks the tree without opening a file for `scanOpensWithin`, and no
     /// listing in that time took `distantListingTime` or longer (a near server: the walk is
     /// bound by the CPU), all background work stands still until `walkQuiet` after its last
@@ -134,8 +125,6 @@ public struct FetchEnvironment: Sendable {
     let learnedHeadTails: LearnedHeadTails
     /// Fails the reads that waited past `policy.readDeadline` (as the policy was at `init`).
     let readDeadlines: ReadDeadlines
-    /// How hard programs read the mount right now (as the policy was at `init`).
-    let programReads: ProgramReads
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
@@ -149,6 +138,5 @@ public struct FetchEnvironment: Sendable {
         self.logger = logger
         learnedHeadTails = LearnedHeadTails(store: store, committer: committer, logger: logger)
         readDeadlines = ReadDeadlines(readDeadline: policy.readDeadline)
-        programReads = ProgramReads(hardBytesPerSecond: policy.hardReadBytesPerSecond, hold: policy.hardReadHold)
     }
 }

@@ -38,7 +38,6 @@ public final class OpenFile: Sendable {
     }
 
     public func read(offset: UInt64, length: UInt64, completion: @escaping ReadCompletion) {
-        file.environment.programReads.read(length)
         read(offset: offset, length: length, mayFollowChange: true, completion: completion)
     }
 

@@ -54,12 +54,6 @@
 //    a moment after a probe a reader waited on so the reader's next request finds its idle
 //    connection (`ProbeQueue`, `ProbePriority`: who waits for a file's size, not a transfer's
 //    purpose).
-// 7. Hard readers. While programs read the mount hard (cached data at hundreds of megabytes a
-//    second, `ProgramReads`), the prefetcher starts no chunk of a file nobody has open on a
-//    server whose requests are bound by this machine rather than the link (loopback, a LAN):
-//    those transfers would take the CPUs and memory the program reads with. Files open now go
-//    on, and so do heads and tails, pinned files and every distant server's work. Nothing is
-//    held part-way: a running chunk (4 MiB, milliseconds on such a server) ends as it would.
 //
 // Why purposes and not a priority number: each rule is a yes or no about a pair (does A hold B
 // still? may A take B's connection?), and no single order can say that read-ahead neither holds
