@@ -55,6 +55,20 @@ import Testing
         #expect(speed == 65_536 / FilePlan.Transfer.shortestMeasure)
     }
 
+    @Test func aReplyOfAFewBytesTellsNothing() {
+        // A 1-byte file's whole reply, at once: not 1,000 B/s (a byte per shortest measure).
+        var reply = FilePlan.Transfer(bytes: 0..<1, blocks: 0..<1)
+        reply.attemptStarted = (Self.start, 0)
+        reply.rateSample = (Self.firstByte, 1)
+        reply.written = 1
+        #expect(reply.replyBytesPerSecond(at: Self.firstByte) == nil)
+        reply = FilePlan.Transfer(bytes: 0..<16_384, blocks: 0..<1)
+        reply.attemptStarted = (Self.start, 0)
+        reply.rateSample = (Self.firstByte, 16_384)
+        reply.written = 16_384
+        #expect(reply.replyBytesPerSecond(at: Self.firstByte + .milliseconds(2)) == 8_192_000, "16 KiB in 2 ms still counts")
+    }
+
     @Test func aReplyWithoutAByteTellsNothing() {
         var reply = FilePlan.Transfer(bytes: 0..<65_536, blocks: 0..<1)
         reply.attemptStarted = (Self.start, 0)

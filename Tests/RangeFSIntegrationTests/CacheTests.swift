@@ -3,14 +3,15 @@ import Testing
 
 /// What reaches the server: each byte once, and nothing at all from a warm cache.
 extension RangeFSIntegrationTests {
-    @Test("after a remount with the same cache dir, reading everything again makes no request; no byte is served twice")
+    @Test("after a remount with the same cache dir, reading everything again makes no request; no byte is asked for twice")
     func remountServesFromCache() throws {
         let cacheDir = try fx.makeCacheDir()
         let layout = fx.standardLayout
         let log = fx.nginx.accessLog
 
         // Phase 1: a cold cache; list and read everything.
-        let mount = try fx.mount(fx.standardEntries, cacheDir: cacheDir)
+        // Debug log: a failure shows which transfers were cut, and why.
+        let mount = try fx.mount(fx.standardEntries, cacheDir: cacheDir, options: ["--log-level", "debug"])
         Check.succeeded(Command.run(["ls", "-laR", mount.mountpoint], timeout: 60), "ls -laR", mount: mount)
         for placed in layout {
             #expect(SHA256.of(mount.path(placed.path)).hash == placed.file.sha256, "phase 1: sha256 of \(placed.path)")
@@ -19,17 +20,22 @@ extension RangeFSIntegrationTests {
         #expect(unmount.succeeded, "rangefs unmount: \(unmount)")
         #expect(!mount.isMounted, "still mounted after rangefs unmount")
 
-        // Over phase 1: no byte range of any file was served twice, and ranges sent after
-        // the first response carry that file's ETag as If-Range.
+        // Over phase 1: no byte range of any file was asked for twice, and ranges sent after
+        // the first response carry that file's ETag as If-Range. A transfer the mount cut short
+        // for a reader (it judged it late: on a busy machine, a stalled loop looks like a slow
+        // link) stops at its cut, but what its server had already written past it into the
+        // socket counts as sent in nginx's log: only such a tail may come twice.
         log.waitUntilQuiet()
         let phase1 = log.entries()
+        let mountLog = mount.log()
         for placed in layout {
+            let cuts = CutTransfers(log: mountLog, file: placed.file.name)
             let uri = "/" + placed.file.name
             let entries = phase1.filter { $0.path == uri }
             let ranges = entries.filter { $0.range != "bytes=0-0" }   // a size probe may overlap block 0
                 .compactMap { $0.servedRange(fileSize: placed.file.size) }
-            let overlaps = ByteRanges.overlaps(ranges)
-            #expect(overlaps.isEmpty, "\(placed.path): bytes served more than once: \(overlaps.prefix(5))\n\(entries.map(\.description).joined(separator: "\n"))")
+            let unexplained = ByteRanges.overlaps(ranges).filter { !cuts.explain($0, $1) }
+            #expect(unexplained.isEmpty, "\(placed.path): bytes served more than once: \(unexplained.prefix(5))\n\(entries.map(\.description).joined(separator: "\n"))\n\(cuts.lines.joined(separator: "\n"))")
             let etag = Self.etag(of: fx.nginx.url(placed.file.name))
             let later = entries.dropFirst().filter { $0.method == "GET" && $0.range != nil }
             for entry in later {
@@ -148,5 +154,35 @@ extension RangeFSIntegrationTests {
             return line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return nil
+    }
+}
+
+/// The transfers of one file a mount's debug log says it cut short for a reader ("…/FILE: a reader
+/// of byte L does not wait for the transfer of bytes A..<B …"): bytes from L on of the request for A..<B.
+struct CutTransfers {
+    let lines: [String]
+    private let cutAt: [Range<Int>: Int]
+
+    init(log: String, file: String) {
+        lines = log.split(separator: "\n").map(String.init).filter { $0.contains("/\(file): a reader of byte ") }
+        var cutAt: [Range<Int>: Int] = [:]
+        for line in lines {
+            guard let late = Self.integer(in: line, after: "a reader of byte "),
+                  let lower = Self.integer(in: line, after: "the transfer of bytes "),
+                  let upper = Self.integer(in: line, after: "..<") else { continue }
+            cutAt[lower..<upper] = min(cutAt[lower..<upper] ?? late, late)
+        }
+        self.cutAt = cutAt
+    }
+
+    /// Whether the bytes `a` and `b` share lie past a cut of the request for one of them.
+    func explain(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        let shared = a.clamped(to: b)
+        return [a, b].contains { asked in cutAt.contains { $0.key.lowerBound == asked.lowerBound && $0.value <= shared.lowerBound } }
+    }
+
+    private static func integer(in line: String, after marker: String) -> Int? {
+        guard let start = line.range(of: marker)?.upperBound else { return nil }
+        return Int(line[start...].prefix { $0.isNumber })
     }
 }

@@ -206,7 +206,10 @@ struct FilePlan {
                 // shows): counted, it would overrate the link by its size.
                 return Double(afterFirst) / elapsed
             }
+            // A reply of a few bytes (a small file, a file's last bytes) takes about as long as
+            // any: its speed would be its size per millisecond, nothing of the link's.
             let brought = written - (attemptStarted?.written ?? 0)
+            guard brought >= Self.leastMeasuredBytes else { return nil }
             return Double(brought) / max(elapsed, Self.shortestMeasure)
         }
 
@@ -215,7 +218,8 @@ struct FilePlan {
             rateSample.map { max(.zero, now - $0.at) } ?? .zero
         }
 
-        /// Fewer bytes than this after the first burst say too little to measure without it.
+        /// Fewer bytes than this after the first burst say too little to measure without it, and
+        /// a reply of fewer in all says nothing of its link's speed.
         static let leastMeasuredBytes: UInt64 = 16 * 1024
 
         /// A reply whose bytes came at once counts as having taken this long: fast, not infinitely so.

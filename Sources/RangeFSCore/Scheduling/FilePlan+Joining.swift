@@ -59,7 +59,9 @@ extension FilePlan {
                 cutAny = true
                 actions.append(endEarly)
                 if unreserved > 0 { actions.append(.unreserve(unreserved)) }
-                actions.append(.log(.debug, "\(name): a reader of byte \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier); it ends there"))
+                let own = transfer.bytesPerSecond(at: now, policy: policy).map { "\(Int($0)) B/s" } ?? "unknown"
+                let host = hostBytesPerSecond.map { "\(Int($0)) B/s" } ?? "unknown"
+                actions.append(.log(.debug, "\(name): a reader of byte \(late) does not wait for the transfer of bytes \(transfer.bytes) at \(transfer.frontier) (its speed \(own), its host's \(host)); it ends there"))
             }
         }
         return (actions, cutAny)
