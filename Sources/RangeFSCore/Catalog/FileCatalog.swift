@@ -197,9 +197,10 @@ public final class FileCatalog: Sendable {
     public func statedAttributes(ofEntry index: Int) -> (size: UInt64, modified: Date?)? {
         let entry = manifest.entries[index]
         // A size over the limit is not shown: asking for the file then says why it is refused.
+        // The key only once a size is stated: most manifests state none.
+        guard let size = entry.size, FileSizeLimit.accepts(size) else { return nil }
         let key = CacheKey.of(entry.urlString)
-        guard let size = entry.size, FileSizeLimit.accepts(size), files.mayTrustStatedSize(of: key),
-              files.loadedFile(key) == nil, files.storedRecord(key) == nil else { return nil }
+        guard files.mayTrustStatedSize(of: key), files.loadedFile(key) == nil, files.storedRecord(key) == nil else { return nil }
         return (size, entry.modified)
     }
 

@@ -38,7 +38,8 @@ public typealias ReadCompletion = @Sendable (Result<ReadyBytes, FetchError>) -> 
 public final class CachedFile: Sendable {
     public let url: URL
     /// What the cache and its database know the file by (`CacheKey`): no secret of the URL.
-    var cacheKey: String { url.cacheKey }
+    /// Made once: opens, closes and commits ask for it.
+    let cacheKey: String
     public let layout: BlockLayout
     public let modified: Date?
     let headers: [String: String]
@@ -68,6 +69,7 @@ public final class CachedFile: Sendable {
          headers: [String: String], expectedSHA256: String? = nil,
          environment: FetchEnvironment, budget: CacheBudget, serverIgnoresRanges: Bool, events: CachedFileEvents) {
         self.url = url
+        cacheKey = url.cacheKey
         self.headers = headers
         self.environment = environment
         self.events = events

@@ -22,17 +22,30 @@ public extension URL {
 enum CredentialRedactor {
     /// For text that parsed as a URL: the userinfo is everything in the authority before its last "@".
     static func redactingAuthority(of text: String) -> String {
-        guard let authorityStart = text.range(of: "://")?.upperBound else { return redactingLoosely(text) }
+        guard let authorityStart = endOfSchemeSeparator(in: text) else { return redactingLoosely(text) }
         let rest = text[authorityStart...]
         let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
         guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return redactingQuery(of: text) }
         return String(text[..<authorityStart]) + "***" + redactingQuery(of: String(text[at...]))
     }
 
+    /// Where the first "://" of `text` ends. A search of its bytes: Foundation's `range(of:)`
+    /// goes through `NSString` here, and a file's cache key is made this way at every look-up
+    /// and open.
+    static func endOfSchemeSeparator(in text: String) -> String.Index? {
+        let bytes = text.utf8
+        var next = bytes.startIndex
+        while let colon = bytes[next...].firstIndex(of: UInt8(ascii: ":")) {
+            if bytes[colon...].starts(with: "://".utf8) { return bytes.index(colon, offsetBy: 3) }
+            next = bytes.index(after: colon)
+        }
+        return nil
+    }
+
     /// For text that did not parse: without a parser to say where the authority ends,
     /// hide everything up to the last "@", erring toward hiding too much.
     static func redactingLoosely(_ text: String) -> String {
-        let start = text.range(of: "://")?.upperBound ?? text.startIndex
+        let start = endOfSchemeSeparator(in: text) ?? text.startIndex
         guard let at = text[start...].lastIndex(of: "@") else { return redactingQuery(of: text) }
         return String(text[..<start]) + "***" + redactingQuery(of: String(text[at...]))
     }
