@@ -61,6 +61,37 @@ struct EngineCacheTests {
         #expect(engine.record("a.bin")?.state == .remote)
     }
 
+    /// An open only notes when the file was used (no database write beside the reader's first
+    /// request); the time is written later, and eviction, which goes by it, writes it first.
+    @Test func anOpenIsWrittenAsAUseLaterAndEvictionStillCountsIt() throws {
+        var policy = FetchEngineHarness.quickPolicy
+        // The noted times' own write comes no sooner than this: here eviction and the drain write them.
+        policy.commitInterval = .seconds(3600)
+        let c = FetchEngineHarness.bytes(256 * 1024, seed: 3)
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.a, "b.bin": Self.b, "c.bin": c], policy: policy,
+                                            limits: CacheLimits(maxBytes: 600 * 1024))
+        let a = try #require(try engine.file("a.bin").value)
+        #expect(try engine.read(a, Self.whole).value == Self.a)
+        let b = try #require(try engine.file("b.bin").value)
+        #expect(try engine.read(b, Self.whole).value == Self.b)
+        #expect(FilesystemHarness.eventually(timeout: 10) {
+            engine.record("a.bin")?.state == .complete && engine.record("b.bin")?.state == .complete
+        })
+        let before = try #require(engine.record("a.bin")).lastAccess
+
+        // `a` was found before `b`; opened now, it is the one used last.
+        try #require(try engine.open("a.bin").value).close()
+        engine.committer.sync {}
+        #expect(engine.record("a.bin")?.lastAccess == before, "the open wrote nothing yet")
+
+        // `c` does not fit beside both: the file used least recently goes, which is `b`.
+        let third = try #require(try engine.file("c.bin").value)
+        #expect(try engine.read(third, Self.whole).value == c)
+        #expect(a.snapshot.cachedBytes == 262_144 && b.snapshot.cachedBytes == 0)
+        engine.drainCommits()
+        #expect(try #require(engine.record("a.bin")).lastAccess > before)
+    }
+
     @Test func belowTheFreeSpaceFloorReadsAreServedUnstoredAndBackgroundWorkWaitsForSpace() throws {
         let path = NSTemporaryDirectory()
         let space = try #require(FilesystemSpace.of(path))

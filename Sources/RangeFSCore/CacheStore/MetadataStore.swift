@@ -289,10 +289,13 @@ public final class MetadataStore: Sendable {
         }
     }
 
-    public func touch(url: String, at date: Date) throws {
+    /// Sets the last access of each file named (by its key), in one transaction.
+    public func touch(_ times: [String: Date]) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE cached_file SET lastAccess = ? WHERE url = ?",
-                           arguments: [date.timeIntervalSince1970, url])
+            for (url, date) in times {
+                try db.execute(sql: "UPDATE cached_file SET lastAccess = ? WHERE url = ?",
+                               arguments: [date.timeIntervalSince1970, url])
+            }
         }
     }
 }

@@ -63,6 +63,8 @@ final class CacheEviction: Sendable {
         var excess = budget.shortfall(extra: extra)
         guard excess > 0 else { return 0 }
         let candidates: [CachedFileRecord]
+        // Files opened lately count as used lately, also before their times' own write.
+        environment.accessTimes.writeNoted()
         do {
             candidates = try environment.store.evictionCandidates()
         } catch {

@@ -18,6 +18,7 @@ import Synchronization
 //   database.
 // - What files share: `FetchEnvironment` (client, store, committer, `FetchPolicy`),
 //   `Committer` (the commit queue: `fdatasync`, then the bitmap, at most once a second a file),
+//   `AccessTimes` (when files were opened, written a commit interval later),
 //   `HostRates` (readers' recent speed per host), `ReadDeadlines` (one sweep a mount fails the
 //   reads that waited past the read deadline, rather than a timer per read) and `FetchError`,
 //   the one error a fetch ends with, carrying its cause and its errno.
@@ -117,11 +118,7 @@ public final class CachedFile: Sendable {
             state.plan.openedAt = .now
             state.plan.readSinceOpen = false
         }
-        let key = cacheKey
-        let store = environment.store
-        environment.committer.schedule {
-            try? store.touch(url: key, at: Date())
-        }
+        environment.accessTimes.note(cacheKey, at: Date())
     }
 
     /// A file handle was closed; the data file is closed once nothing needs it.

@@ -125,6 +125,8 @@ public struct FetchEnvironment: Sendable {
     let learnedHeadTails: LearnedHeadTails
     /// Fails the reads that waited past `policy.readDeadline` (as the policy was at `init`).
     let readDeadlines: ReadDeadlines
+    /// When files were opened, written a commit interval later (as the policy was at `init`).
+    let accessTimes: AccessTimes
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
@@ -138,5 +140,6 @@ public struct FetchEnvironment: Sendable {
         self.logger = logger
         learnedHeadTails = LearnedHeadTails(store: store, committer: committer, logger: logger)
         readDeadlines = ReadDeadlines(readDeadline: policy.readDeadline)
+        accessTimes = AccessTimes(store: store, committer: committer, delay: policy.commitInterval, logger: logger)
     }
 }
