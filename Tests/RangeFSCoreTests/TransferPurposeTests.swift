@@ -77,6 +77,22 @@ import Testing
         #expect(!BackgroundQuiet.isDistant(listingTime: .milliseconds(2), policy: policy), "a near server answers in a millisecond or two")
     }
 
+    /// A server's distance is its quickest recent answer: a near server's listings that waited
+    /// for the CPU (or behind other streams) do not make it distant, while a server whose
+    /// answers all take a round trip is distant again once its quick answers are forgotten.
+    @Test func aServersDistanceIsItsQuickestRecentListing() {
+        let policy = FetchPolicy()
+        var times = RecentListingTimes()
+        #expect(times.shortest == .zero, "no listing yet")
+        times.record(.milliseconds(2))
+        for _ in 1..<RecentListingTimes.kept { times.record(.milliseconds(60)) }
+        #expect(times.shortest == .milliseconds(2))
+        #expect(!BackgroundQuiet.isDistant(listingTime: times.shortest, policy: policy), "slow answers beside a quick one")
+        times.record(.milliseconds(45))
+        #expect(times.shortest == .milliseconds(45), "the quick answer was the oldest kept")
+        #expect(BackgroundQuiet.isDistant(listingTime: times.shortest, policy: policy))
+    }
+
     /// The plan keeps its own view of a transfer's purpose, raised in the step that returns
     /// `.raise`; the shared control changes only when the shell performs it.
     @Test func thePlanRaisesItsOwnViewAndLeavesTheControlToTheShell() {

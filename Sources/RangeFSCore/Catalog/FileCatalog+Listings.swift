@@ -13,23 +13,23 @@ extension FileCatalog {
 
     /// A directory is opened for listing. A small one has the sizes of all its files found at
     /// once; a large one (thousands of names) costs no request, so listing its names stays cheap.
-    public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree, latestListingTime: Duration) {
-        treeWalked(latestListingTime: latestListingTime)
+    public func directoryOpened(_ directory: InodeNumber, in tree: MountedTree, recentListingTime: Duration) {
+        treeWalked(recentListingTime: recentListingTime)
         let children = tree.namespace.children(of: directory)
         guard children.count <= Self.eagerListingLimit else { return }
         discoverSizes(ofEntries: children.compactMap(tree.catalogIndex(of:)))
     }
 
-    /// A program walks the tree (the mount's latest listing took `latestListingTime`).
+    /// A program walks the tree (the mount's quickest recent listing took `recentListingTime`).
     /// While it opens no file (`find`, `ls -R`, rsync's listing, a file manager) and its server
     /// is near, background work stands still, heads and tails too: such a walk is bound by the
     /// CPU, which the heads' transfers would take from it. A walk that waits on a distant
     /// server's listings leaves the CPU idle, and the heads fetched meanwhile serve the scan
     /// that usually follows; a scanner opens the files it walks to, and their heads go on too.
-    private func treeWalked(latestListingTime: Duration) {
+    private func treeWalked(recentListingTime: Duration) {
         let policy = environment.policy
         let now = DispatchTime.now().uptimeNanoseconds
-        if BackgroundQuiet.isDistant(listingTime: latestListingTime, policy: policy) {
+        if BackgroundQuiet.isDistant(listingTime: recentListingTime, policy: policy) {
             lastDistantListing.store(now, ordering: .relaxed)
         }
         func since(_ moment: UInt64) -> Duration { .nanoseconds(now &- moment) }
@@ -41,8 +41,8 @@ extension FileCatalog {
 
     /// A name is looked up. When its size is unknown, probably `ls -l` is walking a directory
     /// too large to probe when opened: the sizes of the next names are found while this one is.
-    public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree, latestListingTime: Duration) {
-        treeWalked(latestListingTime: latestListingTime)
+    public func nameLookedUp(_ node: NamespaceNode, in tree: MountedTree, recentListingTime: Duration) {
+        treeWalked(recentListingTime: recentListingTime)
         guard let index = tree.catalogIndex(of: node), knownFile(forEntry: index) == nil,
               statedAttributes(ofEntry: index) == nil else { return }
         let next = tree.namespace.siblings(after: node, count: Self.lookAheadProbes)

@@ -42,8 +42,8 @@ public struct FetchPolicy: Sendable {
     /// bound by the CPU), all background work stands still until `walkQuiet` after its last
     /// step (`FileCatalog.treeWalked`).
     public var walkQuiet: Duration = .milliseconds(300)
-    /// Compared with the server's own time to answer the latest listing (from the request sent
-    /// to its first byte, `ListedDirectories.latestListingTime`): shorter than a distant link's
+    /// Compared with the server's own time to answer the quickest of the latest listings (from
+    /// the request sent to its first byte, `ListedDirectories.recentListingTime`): shorter than a distant link's
     /// round trip, longer than a near server's answer (a millisecond or two on loopback, however
     /// long the listing waited for a connection behind background transfers).
     public var distantListingTime: Duration = .milliseconds(25)

@@ -143,7 +143,7 @@ public final class MountedFilesystem: Sendable {
             guard let node = tree.namespace.lookup(parent: parent, name: name) else {
                 return completion(.failure(FilesystemError(.noSuchEntry)))
             }
-            catalog.nameLookedUp(node, in: tree, latestListingTime: directories?.latestListingTime ?? .zero)
+            catalog.nameLookedUp(node, in: tree, recentListingTime: directories?.recentListingTime ?? .zero)
             attributes(of: node, in: tree, completion: completion)
         }
     }
@@ -193,7 +193,7 @@ public final class MountedFilesystem: Sendable {
         guard node.isDirectory else { return completion(.failure(FilesystemError(.notADirectory))) }
         whenListed(inode) { [self] listed in
             if case .failure(let error) = listed { return completion(.failure(FilesystemError(.fetch(error)))) }
-            catalog.directoryOpened(inode, in: current, latestListingTime: directories?.latestListingTime ?? .zero)
+            catalog.directoryOpened(inode, in: current, recentListingTime: directories?.recentListingTime ?? .zero)
             completion(.success(()))
         }
         listSiblingsAhead(of: node)

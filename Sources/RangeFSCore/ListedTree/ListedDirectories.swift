@@ -61,6 +61,7 @@ public final class ListedDirectories: Sendable {
         var waitingForShow: [(record: Int, completion: Completion)] = []
         /// Files relisted with another size or date since the last show.
         var changedFiles: [URL] = []
+        var listingTimes = RecentListingTimes()
     }
 
     public struct Settings: Sendable {
@@ -89,8 +90,8 @@ public final class ListedDirectories: Sendable {
     private let save: @Sendable (URL, StoredListing) -> Void
     /// Shows each change in turn, so an older tree is never shown after a newer one.
     private let publisher = DispatchQueue(label: "rangefs.listed-tree")
-    /// How long the latest listing took from asking to its answer, in ns (0: none yet).
-    private let latestListingNanoseconds = Atomic<UInt64>(0)
+    /// The shortest server time of the latest listings (`recentListingTime`), in ns (0: none yet).
+    private let recentListingNanoseconds = Atomic<UInt64>(0)
 
     /// - Parameter stored: the listings an earlier mount kept, by directory URL.
     public init(root: URL, lister: any DirectoryLister, settings: Settings = Settings(),
@@ -286,18 +287,24 @@ public final class ListedDirectories: Sendable {
 
     // MARK: Listing
 
-    /// How long the server took to answer the latest listing (`ListingAnswer.serverTime`): its
-    /// round trip, not the wait for a free connection nor the page's transfer nor the tree's
-    /// growth after it. Tells a near server from a distant one.
-    public var latestListingTime: Duration {
-        .nanoseconds(latestListingNanoseconds.load(ordering: .relaxed))
+    /// How long the server took to answer the quickest of the latest listings
+    /// (`ListingAnswer.serverTime`, `RecentListingTimes`): its round trip, not the wait for a
+    /// free connection nor the page's transfer nor the tree's growth after it. Tells a near
+    /// server from a distant one.
+    public var recentListingTime: Duration {
+        .nanoseconds(recentListingNanoseconds.load(ordering: .relaxed))
     }
 
     private func startQueued() {
         while let (path, url, validator) = nextToList() {
             lister.list(url, heldVersion: validator) { [self] result in
                 if case .success(let answer) = result {
-                    latestListingNanoseconds.store(UInt64(answer.serverTime / .nanoseconds(1)), ordering: .relaxed)
+                    let shortest = state.withLock { state in
+                        state.listingTimes.record(answer.serverTime)
+                        return state.listingTimes.shortest
+                    }
+                    recentListingNanoseconds.store(UInt64(shortest / .nanoseconds(1)), ordering: .relaxed)
+                    logger.debug("\(url.redactedForDisplay): listed, the server answered in \(answer.serverTime)")
                 }
                 finished(path, result)
             }
@@ -430,4 +437,29 @@ extension Array {
         }
         return (yes, no)
     }
+}
+
+/// The server times of a mount's latest listings. A server's distance is its quickest answer:
+/// a slower one waited on something else (on a near server, for the CPU that background
+/// transfers took; over https, behind other streams of its connection). Judged by the latest
+/// alone, one slow answer on loopback would call the server distant, the background would go on
+/// during the walk, and take the CPU the next listings wait for (`FileCatalog.treeWalked`).
+struct RecentListingTimes {
+    /// Listings remembered: enough to outlast a burst of slow answers, few enough that a server
+    /// that became distant (a mount kept across networks) is seen as such after a few listings.
+    static let kept = 8
+    private var times: [Duration] = []
+    private var next = 0
+
+    mutating func record(_ time: Duration) {
+        if times.count < Self.kept {
+            times.append(time)
+        } else {
+            times[next] = time
+        }
+        next = (next + 1) % Self.kept
+    }
+
+    /// The quickest of the times kept (zero before any).
+    var shortest: Duration { times.min() ?? .zero }
 }
