@@ -2,6 +2,7 @@
 #define RANGEFS_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <sys/ioctl.h>
 
 /* curl_easy_setopt / curl_easy_getinfo / curl_multi_setopt are variadic and do not
    import into Swift; these typed wrappers are the only way the Swift code calls them. */
@@ -42,6 +43,14 @@ static inline CURLcode rangefs_easy_getinfo_string(CURL *h, CURLINFO i, char **v
 }
 static inline CURLcode rangefs_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
     return curl_easy_getinfo(h, i, v);
+}
+/* Bytes the kernel holds on the transfer's connection that libcurl has not read yet (0 when
+   it has no connection or they cannot be counted). Only the thread that drives the handle asks. */
+static inline int rangefs_easy_unread_socket_bytes(CURL *h) {
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD) return 0;
+    int n = 0;
+    return ioctl(s, FIONREAD, &n) == 0 ? n : 0;
 }
 
 static inline CURLMcode rangefs_multi_setopt_long(CURLM *m, CURLMoption o, long v) {

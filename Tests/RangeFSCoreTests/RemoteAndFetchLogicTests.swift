@@ -185,4 +185,16 @@ import Testing
         let late = began + HandOver.longest
         #expect(handOver.isOver(lastBodyAt: late, now: late), "its time is up")
     }
+
+    /// Bytes the socket still holds keep it going, however long ago the loop last read (a loaded
+    /// machine's loop may not run for longer than `settle`); `longest` still bounds the wait.
+    @Test func bytesTheSocketHoldsKeepAHandOverGoingUntilItsTimeIsUp() {
+        let began = ContinuousClock.now
+        let handOver = HandOver(began: began)
+        let lastByte = began + .milliseconds(1)
+        let quiet = lastByte + HandOver.settle * 4
+        #expect(handOver.isOver(lastBodyAt: lastByte, unreadBytes: 0, now: quiet), "nothing left: it ends")
+        #expect(!handOver.isOver(lastBodyAt: lastByte, unreadBytes: 65_536, now: quiet), "64 KiB still in the socket")
+        #expect(handOver.isOver(lastBodyAt: lastByte, unreadBytes: 65_536, now: began + HandOver.longest), "its time is up")
+    }
 }

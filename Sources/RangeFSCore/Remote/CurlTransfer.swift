@@ -215,8 +215,10 @@ final class CurlTransfer {
     }
 
     /// Whether its hand-over took what had arrived, or its time is up; false without one.
+    /// Loop thread only (it asks the handle for its socket).
     func handOverIsOver(now: ContinuousClock.Instant) -> Bool {
-        handOver?.isOver(lastBodyAt: pace.lastBodyAt, now: now) ?? false
+        guard let handOver else { return false }
+        return handOver.isOver(lastBodyAt: pace.lastBodyAt, unreadBytes: Int(rangefs_easy_unread_socket_bytes(easy)), now: now)
     }
 
     /// Hands the gathered bytes to the sink. False when the sink could not store them; the

@@ -19,11 +19,14 @@ struct HandOver {
         self.began = began
     }
 
-    /// Whether it took what had arrived (its latest body byte came at `lastBodyAt`), or its time is up.
-    func isOver(lastBodyAt: ContinuousClock.Instant?, now: ContinuousClock.Instant) -> Bool {
+    /// Whether it took what had arrived (its latest body byte came at `lastBodyAt`, and the
+    /// kernel holds `unreadBytes` more on its connection), or its time is up. The bytes the
+    /// socket holds are counted, not only guessed from the clock: on a loaded machine the loop
+    /// may not read for longer than `settle`, and what it left there would be asked for again.
+    func isOver(lastBodyAt: ContinuousClock.Instant?, unreadBytes: Int = 0, now: ContinuousClock.Instant) -> Bool {
         let elapsed = now - began
         if elapsed >= Self.longest { return true }
-        guard elapsed >= Self.least else { return false }
+        guard elapsed >= Self.least, unreadBytes == 0 else { return false }
         return now - max(began, lastBodyAt ?? began) >= Self.settle
     }
 }
