@@ -61,6 +61,7 @@ public final class ListedDirectories: Sendable {
         var waitingForShow: [(record: Int, completion: Completion)] = []
         /// Files relisted with another size or date since the last show.
         var changedFiles: [URL] = []
+        /// How long the server took to answer each of the latest listings.
         var listingTimes = RecentListingTimes()
     }
 
