@@ -40,6 +40,31 @@ struct EngineCacheTests {
         #expect(engine.gets("a.bin").count == gets, "and fetches nothing")
     }
 
+    @Test func aRefreshGivesALoadedFileTheSha256ItsEntryStatesNow() throws {
+        let sumA = try FetchEngineHarness.sha256(of: Self.a), sumB = try FetchEngineHarness.sha256(of: Self.b)
+        let engine = try FetchEngineHarness(files: ["a.bin": Self.a, "b.bin": Self.b], sha256: ["a.bin": sumB])
+        let file = try #require(try engine.file("a.bin").value)
+        #expect(file.expectedSHA256 == sumB.lowercased())
+
+        // A kept entry whose sha256 changed.
+        var refreshed = engine.catalog.manifest
+        refreshed.entries[0].sha256 = sumA.uppercased()
+        #expect(engine.catalog.replaceManifest(with: refreshed) == [0, 1], "the same entries, with what they had cached")
+        #expect(file.expectedSHA256 == sumA.lowercased())
+
+        // A new entry (another path) for the same URL states its own.
+        var moved = refreshed.entries[0]
+        moved.path = try EntryPath(validating: "moved/a.bin")
+        moved.sha256 = sumB
+        refreshed.entries.append(moved)
+        #expect(engine.catalog.replaceManifest(with: refreshed) == [0, 1, 2])
+        #expect(file.expectedSHA256 == sumB.lowercased())
+
+        // Entries that did not change leave the file as it is.
+        #expect(engine.catalog.replaceManifest(with: refreshed) == [0, 1, 2])
+        #expect(file.expectedSHA256 == sumB.lowercased())
+    }
+
     @Test func underASizeLimitAnIdleFileIsEvictedForAReadAndAnOpenOneIsNot() throws {
         let engine = try FetchEngineHarness(files: ["a.bin": Self.a, "b.bin": Self.b], limits: CacheLimits(maxBytes: 300 * 1024))
         let held = try #require(try engine.open("a.bin").value)

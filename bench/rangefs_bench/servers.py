@@ -32,9 +32,10 @@ def wait_port(port, proc, what, timeout=20):
 
 
 # Each access log line: method, path, status, body bytes sent, Range, the protocol (HTTP/1.1,
-# HTTP/2.0) and the connection's serial number (requests an HTTP/2 client multiplexed share one).
+# HTTP/2.0), the connection's serial number (requests an HTTP/2 client multiplexed share one) and
+# the time the request was logged (seconds since the epoch, to the millisecond).
 LOG_FORMAT = ("log_format bench "
-              "'$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$server_protocol\\t$connection';")
+              "'$request_method\\t$uri\\t$status\\t$body_bytes_sent\\t$http_range\\t$server_protocol\\t$connection\\t$msec';")
 
 
 def tls_settings(ctx):

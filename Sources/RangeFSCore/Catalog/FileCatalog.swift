@@ -298,16 +298,25 @@ public final class FileCatalog: Sendable {
     /// new manifest's entries, in its order.
     public func replaceManifest(with newManifest: Manifest) -> [Int] {
         var relisted: [Int] = []
+        // Entries whose sha256 may differ from their loaded file's: new ones, and kept ones whose
+        // sha256 changed. Not every entry: a listed tree is replaced after every listing, and
+        // finding each entry's file (its cache key) made a walk's listings cost the tree's size.
+        var checksumsToApply: [Int] = []
         let active = table.withLock { table in
             var reusable: [EntryIdentity: Int] = [:]
+            reusable.reserveCapacity(table.active.count)
             for index in table.active {
                 let entry = table.all.entries[index]
                 reusable[Self.identity(of: entry)] = index
             }
             var active: [Int] = []
+            active.reserveCapacity(newManifest.entries.count)
             for entry in newManifest.entries {
                 if let index = reusable.removeValue(forKey: Self.identity(of: entry)) {
-                    table.all.entries[index].sha256 = entry.sha256
+                    if table.all.entries[index].sha256 != entry.sha256 {
+                        table.all.entries[index].sha256 = entry.sha256
+                        checksumsToApply.append(index)
+                    }
                     // What a listing states now: a file its server changed starts over from it.
                     if table.all.entries[index].size != entry.size { table.all.entries[index].size = entry.size }
                     if table.all.entries[index].modified != entry.modified { table.all.entries[index].modified = entry.modified }
@@ -322,13 +331,14 @@ public final class FileCatalog: Sendable {
                 } else {
                     table.all.entries.append(entry)
                     active.append(table.all.entries.count - 1)
+                    checksumsToApply.append(table.all.entries.count - 1)
                 }
             }
             table.all.source = newManifest.source
             table.active = active
             return active
         }
-        applyChecksums(ofEntries: active)
+        applyChecksums(ofEntries: checksumsToApply)
         let entries = manifest.entries
         for index in relisted { knownFile(forEntry: index)?.relist(mirrors: entries[index].mirrors) }
         return active

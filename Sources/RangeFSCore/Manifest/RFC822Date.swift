@@ -25,7 +25,7 @@ enum RFC822Date {
         else { return nil }
         tokens = tokens.dropFirst(3)
         var hour = 0, minute = 0, second = 0
-        if let time = tokens.first, time.contains(":") {
+        if let time = tokens.first, time.utf8.contains(UInt8(ascii: ":")) {  // not Foundation's `contains`: `NSString`
             let fields = time.split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
             guard (2...3).contains(fields.count), let h = fields[0], let m = fields[1],
                   (0..<24).contains(h), (0..<60).contains(m) else { return nil }

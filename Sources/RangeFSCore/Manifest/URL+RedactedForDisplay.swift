@@ -23,15 +23,18 @@ enum CredentialRedactor {
     /// For text that parsed as a URL: the userinfo is everything in the authority before its last "@".
     static func redactingAuthority(of text: String) -> String {
         guard let authorityStart = endOfSchemeSeparator(in: text) else { return redactingLoosely(text) }
-        let rest = text[authorityStart...]
-        let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return redactingQuery(of: text) }
+        let rest = text.utf8[authorityStart...]
+        let authorityEnd = rest.firstIndex(where: { $0 == slash || $0 == questionMark || $0 == hash }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return redactingQuery(of: text) }
         return String(text[..<authorityStart]) + "***" + redactingQuery(of: String(text[at...]))
     }
 
-    /// Where the first "://" of `text` ends. A search of its bytes: Foundation's `range(of:)`
-    /// goes through `NSString` here, and a file's cache key is made this way at every look-up
-    /// and open.
+    // Every search here is of the text's bytes, not its characters: a file's cache key is made
+    // this way at every look-up and open, and for each new entry of a listing. The marks are
+    // ASCII, so where one is found is where a character starts.
+    private static let slash = UInt8(ascii: "/"), questionMark = UInt8(ascii: "?"), hash = UInt8(ascii: "#")
+
+    /// Where the first "://" of `text` ends (Foundation's `range(of:)` goes through `NSString`).
     static func endOfSchemeSeparator(in text: String) -> String.Index? {
         let bytes = text.utf8
         var next = bytes.startIndex
@@ -46,14 +49,14 @@ enum CredentialRedactor {
     /// hide everything up to the last "@", erring toward hiding too much.
     static func redactingLoosely(_ text: String) -> String {
         let start = endOfSchemeSeparator(in: text) ?? text.startIndex
-        guard let at = text[start...].lastIndex(of: "@") else { return redactingQuery(of: text) }
+        guard let at = text.utf8[start...].lastIndex(of: UInt8(ascii: "@")) else { return redactingQuery(of: text) }
         return String(text[..<start]) + "***" + redactingQuery(of: String(text[at...]))
     }
 
     /// `text` with each query value (or a query part without a name) as `***` and any fragment
     /// as `#***`; text without a query or fragment comes back as it is.
     static func redactingQuery(of text: String) -> String {
-        guard let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return text }
+        guard let mark = text.utf8.firstIndex(where: { $0 == questionMark || $0 == hash }) else { return text }
         var shown = String(text[..<mark])
         var rest = text[mark...]
         if rest.first == "?" {
