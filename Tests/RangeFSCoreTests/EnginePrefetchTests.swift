@@ -156,7 +156,10 @@ struct EnginePrefetchTests {
 
     /// The GETs of a file, with what each served, cover it once: a transfer cut short for a
     /// reader's own request overlaps that request by at most what was in flight when it stopped.
-    static func expectEachByteServedOnce(_ gets: [RecordedRequest], size: Int) throws {
+    /// Unless a held transfer's hand-over ran out of time (`handOversOutOfTime`, counted by the
+    /// client: a machine too loaded to run its loop within `HandOver.longest`): what its server
+    /// had sent into the connection's buffers was then left there, and asked for again.
+    static func expectEachByteServedOnce(_ gets: [RecordedRequest], size: Int, handOversOutOfTime: Int = 0) throws {
         let served = gets.compactMap { get in get.rangeStart.map { Int($0)..<Int($0) + get.bodyBytesSent } }
             .sorted { $0.lowerBound < $1.lowerBound }
         let total = served.reduce(0) { $0 + $1.count }
@@ -164,6 +167,7 @@ struct EnginePrefetchTests {
         for range in served where range.lowerBound <= covered { covered = max(covered, range.upperBound) }
         #expect(covered >= size, "\(gets)")
         // Seen: one piece of the server's pacing (4.8 KiB at 96 KB/s, 6.4 KiB at 128 KB/s, 12.8 KiB at 256 KB/s).
+        guard handOversOutOfTime == 0 else { return }
         #expect(total - size <= 64 * 1024, "served \(total) bytes of \(size): \(gets)")
     }
 }

@@ -131,7 +131,8 @@ struct EngineSchedulingTests {
         #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete })
         let gets = engine.gets("back.bin")
         #expect(gets.count == 2 && gets[1].rangeStart.map { $0 > 0 && $0 <= UInt64(gets[0].bodyBytesSent) } == true, "\(gets)")
-        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count,
+                                                          handOversOutOfTime: engine.clientMetrics.handOversThatRanOutOfTime)
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 
@@ -160,7 +161,8 @@ struct EngineSchedulingTests {
             #expect(gets.count == 2 && (gets[1].rangeStart ?? 0) >= UInt64(sentBeforeTheReader),
                     "sent before the reader came: \(sentBeforeTheReader); \(gets)")
         }
-        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count,
+                                                          handOversOutOfTime: engine.clientMetrics.handOversThatRanOutOfTime)
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 
@@ -239,7 +241,8 @@ struct EngineSchedulingTests {
         let rest = try #require(gets[2].rangeStart, "\(gets)")
         #expect(rest > 0 && rest <= UInt64(gets[0].bodyBytesSent) && gets[2].range == "bytes=\(rest)-\(cut - 1)",
                 "the background transfer's rest ends at the cut: \(gets)")
-        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count)
+        try EnginePrefetchTests.expectEachByteServedOnce(gets, size: data.count,
+                                                          handOversOutOfTime: engine.clientMetrics.handOversThatRanOutOfTime)
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 

@@ -20,6 +20,8 @@ final class FetchEngineHarness {
     let limits: CacheLimits
     let committer = Committer()
     let client: CurlClient
+    /// The client's metrics (`handOversThatRanOutOfTime`).
+    let clientMetrics: MountMetrics
     private var closed = false
 
     static let blockSize: UInt64 = 64 * 1024
@@ -85,6 +87,7 @@ final class FetchEngineHarness {
         clientConfiguration.stallTimeoutSeconds = 1
         configureClient(&clientConfiguration)
         client = CurlClient(configuration: clientConfiguration, logger: logger)
+        clientMetrics = clientConfiguration.metrics
         let environment = FetchEnvironment(client: client, store: store, directory: directory, committer: committer,
                                            policy: policy, logger: logger)
         catalog = try FileCatalog(manifest: manifest, blockSize: Self.blockSize, limits: limits,

@@ -26,6 +26,8 @@ struct MetricsExpositionTests {
         metrics.retried()
         metrics.evicted()
         metrics.sourceMarkedBad()
+        metrics.handOverRanOutOfTime()
+        metrics.handOverRanOutOfTime()
         metrics.update(cachedBytes: 12345, files: [.partial: 2, .waitingForSpace: 1])
 
         let samples = metrics.samples()
@@ -46,6 +48,7 @@ struct MetricsExpositionTests {
         #expect(samples["rangefs_retries_total"] == 1)
         #expect(samples["rangefs_evictions_total"] == 1)
         #expect(samples["rangefs_sources_marked_bad_total"] == 1)
+        #expect(samples["rangefs_hand_overs_out_of_time_total"] == 2 && metrics.handOversThatRanOutOfTime == 2)
         #expect(samples["rangefs_cached_bytes"] == 12345)
         #expect(samples[#"rangefs_files{state="partial"}"#] == 2)
         #expect(samples[#"rangefs_files{state="waiting_for_space"}"#] == 1)
@@ -73,7 +76,7 @@ struct MetricsExpositionTests {
         metrics.fetched(1, at: 0, readAheadFrom: 0, background: false)
         metrics.readAnswered(bytes: 1, waited: true, after: .seconds(30))
         #expect(Set(metrics.samples().keys) == before)
-        #expect(before.count == 5 * 7 + 3 + 2 + 2 * 2 + 1 + 3 + 1 + 5, "\(before.sorted())")
+        #expect(before.count == 5 * 7 + 3 + 2 + 2 * 2 + 1 + 4 + 1 + 5, "\(before.sorted())")
     }
 
     @Test("metrics addresses: HOST:PORT, [IPv6]:PORT, a bare port on loopback; names and bad ports refused")

@@ -196,5 +196,7 @@ import Testing
         #expect(handOver.isOver(lastBodyAt: lastByte, unreadBytes: 0, now: quiet), "nothing left: it ends")
         #expect(!handOver.isOver(lastBodyAt: lastByte, unreadBytes: 65_536, now: quiet), "64 KiB still in the socket")
         #expect(handOver.isOver(lastBodyAt: lastByte, unreadBytes: 65_536, now: began + HandOver.longest), "its time is up")
+        // Only the last one is counted as a hand-over that ran out of time (bytes asked for again).
+        #expect(!handOver.ranOutOfTime(now: quiet) && handOver.ranOutOfTime(now: began + HandOver.longest))
     }
 }

@@ -45,6 +45,7 @@ public final class MountMetrics: Sendable {
     private let retries: CoreMetrics.Counter
     private let evictions: CoreMetrics.Counter
     private let sourcesMarkedBad: CoreMetrics.Counter
+    private let handOversOutOfTime: CoreMetrics.Counter
     private let cachedBytes: CoreMetrics.Gauge
     private let filesByState: [CacheState: CoreMetrics.Gauge]
 
@@ -90,6 +91,7 @@ public final class MountMetrics: Sendable {
         retries = counter("rangefs_retries_total")
         evictions = counter("rangefs_evictions_total")
         sourcesMarkedBad = counter("rangefs_sources_marked_bad_total")
+        handOversOutOfTime = counter(Self.handOversOutOfTimeSeries)
         cachedBytes = gauge("rangefs_cached_bytes")
         filesByState = Dictionary(uniqueKeysWithValues: Self.fileStates.map {
             ($0, gauge("rangefs_files", [("state", $0.rawValue.replacingOccurrences(of: " ", with: "_"))]))
@@ -129,6 +131,18 @@ public final class MountMetrics: Sendable {
 
     /// A lookup of where a file's ranges come from found its source moved or failing.
     func sourceMarkedBad() { sourcesMarkedBad.increment() }
+
+    static let handOversOutOfTimeSeries = "rangefs_hand_overs_out_of_time_total"
+
+    /// A held background transfer gave its connection up to a reader's request before it took
+    /// all its server had sent meanwhile (`HandOver.longest` ran out: a loaded machine did not
+    /// run the loop in time): those bytes are asked for again.
+    func handOverRanOutOfTime() { handOversOutOfTime.increment() }
+
+    /// How many hand-overs ran out of time so far.
+    public var handOversThatRanOutOfTime: Int {
+        Int(samples()[Self.handOversOutOfTimeSeries] ?? 0)
+    }
 
     /// The gauges of the cache as a whole, set from a status snapshot just before a scrape.
     public func update(cachedBytes bytes: UInt64, files: [CacheState: Int]) {

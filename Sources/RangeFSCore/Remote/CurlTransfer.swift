@@ -25,7 +25,7 @@ final class CurlTransfer {
     private let buffers: CoalescingBufferPool
     /// Bytes handed to the sink so far.
     private var storedBytes: UInt64 = 0
-    private let metrics: MountMetrics
+    let metrics: MountMetrics
     private let dialect: (any ServerDialect)?
     /// Where this request goes: the URL asked for, or a redirect's target (`hop`).
     let requestURL: URL

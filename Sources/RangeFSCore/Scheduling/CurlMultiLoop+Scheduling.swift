@@ -118,10 +118,13 @@ extension CurlMultiLoop {
         var pending = false
         let now = ContinuousClock.now
         for (easy, transfer) in active {
-            guard transfer.handOver != nil else { continue }
+            guard let handOver = transfer.handOver else { continue }
             if !transfer.handOverIsOver(now: now) {
                 pending = true
-            } else if !endForReader(easy, transfer) {
+                continue
+            }
+            if handOver.ranOutOfTime(now: now) { transfer.metrics.handOverRanOutOfTime() }
+            if !endForReader(easy, transfer) {
                 // Nothing is left to ask for: it runs to its end.
                 transfer.handOver = nil
                 transfer.finishesFirst = true

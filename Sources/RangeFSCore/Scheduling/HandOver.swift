@@ -23,9 +23,14 @@ struct HandOver {
     /// kernel holds `unreadBytes` more on its connection), or its time is up. The bytes the
     /// socket holds are counted, not only guessed from the clock: on a loaded machine the loop
     /// may not read for longer than `settle`, and what it left there would be asked for again.
+    /// Whether its time is up, whatever it took.
+    func ranOutOfTime(now: ContinuousClock.Instant) -> Bool {
+        now - began >= Self.longest
+    }
+
     func isOver(lastBodyAt: ContinuousClock.Instant?, unreadBytes: Int = 0, now: ContinuousClock.Instant) -> Bool {
+        if ranOutOfTime(now: now) { return true }
         let elapsed = now - began
-        if elapsed >= Self.longest { return true }
         guard elapsed >= Self.least, unreadBytes == 0 else { return false }
         return now - max(began, lastBodyAt ?? began) >= Self.settle
     }
