@@ -19,15 +19,15 @@ struct HandOver {
         self.began = began
     }
 
-    /// Whether it took what had arrived (its latest body byte came at `lastBodyAt`, and the
-    /// kernel holds `unreadBytes` more on its connection), or its time is up. The bytes the
-    /// socket holds are counted, not only guessed from the clock: on a loaded machine the loop
-    /// may not read for longer than `settle`, and what it left there would be asked for again.
     /// Whether its time is up, whatever it took.
     func ranOutOfTime(now: ContinuousClock.Instant) -> Bool {
         now - began >= Self.longest
     }
 
+    /// Whether it took what had arrived (its latest body byte came at `lastBodyAt`, and the
+    /// kernel holds `unreadBytes` more on its connection), or its time is up. The bytes the
+    /// socket holds are counted, not only guessed from the clock: on a loaded machine the loop
+    /// may not read for longer than `settle`, and what it left there would be asked for again.
     func isOver(lastBodyAt: ContinuousClock.Instant?, unreadBytes: Int = 0, now: ContinuousClock.Instant) -> Bool {
         if ranOutOfTime(now: now) { return true }
         let elapsed = now - began
