@@ -138,8 +138,11 @@ struct MountRunner {
         }
         let metrics = MountMetrics()
         var clientConfiguration = clientConfiguration
+        var subsonic: (signIn: SubsonicSignIn, dialect: SubsonicDialect, kept: Bool)?
         if case .subsonic(let signIn)? = listing?.source {
-            clientConfiguration.dialect = try Self.signedIn(signIn, configuration: clientConfiguration, store: store, logger: logger)
+            let (dialect, kept) = Self.subsonicDialect(signIn, store: store)
+            clientConfiguration.dialect = dialect
+            subsonic = (signIn, dialect, kept)
         }
         clientConfiguration.metrics = metrics
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
@@ -150,6 +153,10 @@ struct MountRunner {
         policy.backgroundBytesPerSecond = maxRate.map { max(1, $0 / UInt64(prefetch.maxDownloads)) }
         let committer = Committer()
         started.transfers = (remote, committer)
+        if let subsonic {
+            // Through the mount's own client: its first listing goes on the connection the ping opened.
+            try Self.signIn(subsonic.signIn, dialect: subsonic.dialect, kept: subsonic.kept, client: client, store: store, logger: logger)
+        }
         let environment = FetchEnvironment(client: remote, store: store, directory: directory,
                                            committer: committer, policy: policy, logger: logger, metrics: metrics)
         let filesystemBox = Mutex<MountedFilesystem?>(nil)

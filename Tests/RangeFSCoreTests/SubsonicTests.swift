@@ -1,4 +1,6 @@
+import FaultServer
 import Foundation
+import Logging
 import Testing
 @testable import RangeFSCore
 
@@ -196,6 +198,82 @@ struct SubsonicReplyTests {
         for bad in ["<html>login</html>", "{}", #"{"subsonic-response":{"status":"failed"}}"#, String(repeating: "[", count: 100_000)] {
             #expect(throws: SubsonicReplyError.self) { try SubsonicReply.parse(Data(bad.utf8)) }
         }
+    }
+}
+
+/// The sign-in's pings through a real client, against a FaultServer on loopback that answers
+/// every ping alike (it routes by path, not query).
+@Suite("Subsonic sign-in through the mount's client")
+struct SubsonicSignInThroughClientTests {
+    let server: FaultServer
+    let signIn: SubsonicSignIn
+
+    init() throws {
+        server = try FaultServer()
+        signIn = SubsonicSignIn(address: SubsonicAddress(base: server.url("/music/"), user: "alice"), user: "alice", password: "pw")
+    }
+
+    /// A client whose requests `dialect` signs, as the mount's; shut down by `body`'s end.
+    func withClient<T>(_ dialect: SubsonicDialect, _ body: (CurlClient) throws -> T) rethrows -> T {
+        var configuration = CurlClient.Configuration()
+        configuration.dialect = dialect
+        var logger = Logger(label: "rangefs-test")
+        logger.logLevel = .critical
+        let client = CurlClient(configuration: configuration, logger: logger)
+        defer { client.shutdown() }
+        return try body(client)
+    }
+
+    func publish(_ path: String, _ body: Data) {
+        server.publish(path, bytes: Array(body))
+        var options = PathOptions()
+        options.contentType = "application/json"
+        server.configure(path, options)
+    }
+
+    @Test("the ping and the mount's first listing go on one connection, both signed with the form the server took")
+    func pingAndListingShareAConnection() throws {
+        publish("/music/rest/ping.view", try fixture("ping.json"))
+        publish("/music/rest/getArtists.view", try fixture("getArtists.json"))
+        let dialect = signIn.dialect(form: .token)
+        let listed = try withClient(dialect) { client in
+            #expect(try signIn.signIn(through: client, dialect: dialect) == .token)
+            let lister = SubsonicLister(ListingDownload(client: client, timeout: .seconds(10), logger: Logger(label: "rangefs-test")),
+                                        address: signIn.address)
+            return try FilesystemHarness.wait { completion in
+                lister.list(signIn.address.rootURL(.id3), heldVersion: nil, completion: completion)
+            }
+        }
+        guard case .listed(let children, _, _, _) = try listed.get() else {
+            Issue.record("expected the artists")
+            return
+        }
+        #expect(!children.isEmpty)
+        let requests = server.requests
+        #expect(requests.map(\.path) == ["/music/rest/ping.view", "/music/rest/getArtists.view"])
+        #expect(Set(requests.map(\.connection)) == [1], "\(requests.map(\.connection))")
+        #expect(requests.allSatisfy { $0.target.contains("&t=") && !$0.target.contains("&p=") })
+    }
+
+    @Test("a server that refuses the token is pinged again with the hex password on the same connection; refused again, the sign-in says why")
+    func retriesWithTheHexPasswordOnTheSameConnection() throws {
+        // Supysonic's answer to a token: error 10, "1.12.0"; the same to the hex password here.
+        publish("/music/rest/ping.view", try fixture("ping-token-unsupported.json"))
+        let dialect = signIn.dialect(form: .token)
+        let outcome = withClient(dialect) { client in
+            Result { () throws(SubsonicSignInError) in try signIn.signIn(through: client, dialect: dialect) }
+        }
+        guard case .failure(.refused(let error)) = outcome else {
+            Issue.record("expected a refusal, got \(outcome)")
+            return
+        }
+        #expect(error.code == 10)
+        let requests = server.requests
+        #expect(requests.count == 2)
+        #expect(requests.first?.target.contains("&t=") == true)
+        #expect(requests.last?.target.contains("&p=enc%3A7077") == true, "\(requests.last?.target ?? "")")
+        #expect(Set(requests.map(\.connection)) == [1])
+        #expect(dialect.credentials.form == .hexPassword)
     }
 }
 

@@ -61,5 +61,31 @@ extension RangeFSIntegrationTests {
         let shared = perConnection.filter { $0.value == busiest }.keys
         #expect(reads.allSatisfy { !shared.contains($0.connection) }, "a read never goes on the probes' shared connection: \(reads)")
     }
-}
 
+    /// A Subsonic mount signs in (`ping`) through its own client, as a listing goes: over https a
+    /// new connection costs two round trips, and the mount's first listing finds the one the ping
+    /// opened. The server is nginx serving Supysonic's captured replies as files (it answers
+    /// every query of a path alike): the ping's, and the root listing the mount asks before it
+    /// is mounted.
+    @Test("https: a Subsonic mount's sign-in and its first listing go on one connection")
+    func httpsSubsonicSignInAndFirstListingShareAConnection() throws {
+        let root = try Scratch.makeDir("https-subsonic")
+        defer { Scratch.remove(root) }
+        let captured = RangeFSBinary.packageRoot.appendingPathComponent("Tests/Fixtures/subsonic")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("rest"), withIntermediateDirectories: true)
+        for (file, call) in [("ping.json", "ping.view"), ("getArtists.json", "getArtists.view")] {
+            try FileManager.default.copyItem(at: captured.appendingPathComponent(file), to: root.appendingPathComponent("rest/\(call)"))
+        }
+        let server = try TLSNginx(serving: root)
+        let password = root.appendingPathComponent("password")
+        try Data("sesame\n".utf8).write(to: password)
+        let mount = try fx.prepare(source: "subsonic+https://alice@127.0.0.1:\(server.port)/",
+                                   options: ["--prefetch", "none", "--password-file", password.path, "--ca-file", server.caFile])
+        try mount.mount()
+        defer { _ = mount.unmount() }
+        let asked = server.accessLog.entries().filter { ["/rest/ping.view", "/rest/getArtists.view"].contains($0.path) }
+        #expect(asked.map(\.path).first == "/rest/ping.view" && asked.map(\.path).contains("/rest/getArtists.view"),
+                "the mount should ping, then list the artists: \(asked)\(Check.daemonLog(mount))")
+        #expect(Set(asked.map(\.connection)).count == 1, "the ping and the listing should share one connection: \(asked)")
+    }
+}

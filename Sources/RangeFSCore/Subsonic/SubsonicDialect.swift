@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// How a request signs in to a Subsonic server: the API takes its credentials in the query of
 /// every call (`u`, then `t` and `s`, or `p`), so they are added as each request goes out
@@ -57,13 +58,47 @@ public struct SubsonicCredentials: Sendable {
 /// What a Subsonic server needs beyond plain HTTP: its credentials in the query of each API call
 /// to its own base URL (a fresh salt each time), nothing for another URL (where a redirect
 /// led). Ranges use `If-Range`, as on any web server.
+///
+/// The form of the credentials can change once the mount's client carries the dialect: the
+/// sign-in pings through that client (`SubsonicSignIn.signIn(through:dialect:)`) and sets the
+/// form each ping tries, so the connection its ping opened is the one the mount goes on with.
+/// Copies share the form.
 public struct SubsonicDialect: ServerDialect {
     public let address: SubsonicAddress
-    public let credentials: SubsonicCredentials
+    private let user: String
+    private let password: String
+    private let chosenForm: ChosenForm
 
     public init(address: SubsonicAddress, credentials: SubsonicCredentials) {
         self.address = address
-        self.credentials = credentials
+        user = credentials.user
+        password = credentials.password
+        chosenForm = ChosenForm(credentials.form)
+    }
+
+    /// The credentials each request is signed with now.
+    public var credentials: SubsonicCredentials {
+        SubsonicCredentials(user: user, password: password, form: chosenForm.form)
+    }
+
+    /// Signs the requests that go out from now on with `form`.
+    public func sign(with form: SubsonicCredentials.Form) {
+        chosenForm.form = form
+    }
+
+    /// The form every copy of one dialect signs with. Its one lock is taken alone: nothing is
+    /// locked while it is held, and it is held only to read or set the form.
+    private final class ChosenForm: Sendable {
+        private let current: Mutex<SubsonicCredentials.Form>
+
+        init(_ form: SubsonicCredentials.Form) {
+            current = Mutex(form)
+        }
+
+        var form: SubsonicCredentials.Form {
+            get { current.withLock { $0 } }
+            set { current.withLock { $0 = newValue } }
+        }
     }
 
     public func authorizationHeaders(method: String, url: URL, date: Date) -> [String: String] { [:] }

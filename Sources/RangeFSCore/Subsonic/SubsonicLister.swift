@@ -10,7 +10,8 @@ import Logging
 //   original file, never a transcode.
 // - `SubsonicDialect`: the credentials added to each API call as it goes out (token and salt,
 //   or the hex password for servers older than API 1.13), so no URL the mount keeps, logs or
-//   shows holds them. `SubsonicSignIn` asks `ping` which form the server takes.
+//   shows holds them. `SubsonicSignIn` asks `ping`, through the mount's own client, which form
+//   the server takes.
 // - `SubsonicLister` (this file): one directory's API call, its JSON reply read by
 //   `SubsonicReply` (pure, capped) and named by `SubsonicLayout` (pure).
 //

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 /// Finds which form of credentials a server takes, before anything is mounted: `ping` with a
 /// token first; a server older than API 1.13 (it says its version in every reply, failed or
@@ -16,9 +15,9 @@ public struct SubsonicSignIn: Sendable {
         self.password = password
     }
 
-    /// The credentials in `form`, without asking the server (it cannot be reached now).
-    public func credentials(form: SubsonicCredentials.Form) -> SubsonicCredentials {
-        SubsonicCredentials(user: user, password: password, form: form)
+    /// The dialect that signs requests with `form` until the sign-in chooses another.
+    public func dialect(form: SubsonicCredentials.Form) -> SubsonicDialect {
+        SubsonicDialect(address: address, credentials: SubsonicCredentials(user: user, password: password, form: form))
     }
 
     /// What one `ping` said.
@@ -45,19 +44,21 @@ public struct SubsonicSignIn: Sendable {
         }
     }
 
-    /// Signs in through a client of `configuration` (its CA file, proxy), each ping's with the
-    /// dialect of the form it tries; bounded by the request's timeout and the policy's retries.
-    /// `form` is the one to try first: the one the server took last time saves a round trip.
-    public func credentials(configuration: CurlClient.Configuration, policy: FetchPolicy = FetchPolicy(),
-                            timeout: Duration = .seconds(30),
-                            trying first: SubsonicCredentials.Form = .token) throws(SubsonicSignInError) -> SubsonicCredentials {
-        var form = first
+    /// Signs in through `client`, the mount's own, whose requests `dialect` signs: each ping
+    /// sets the dialect's form first, and the form the server took stays set. Through the
+    /// mount's client, the connection the ping opened is the one the mount's first listing
+    /// takes (over https a new connection costs two round trips). Bounded by the request's
+    /// timeout and the policy's retries. The dialect's form is the one tried first: the one
+    /// the server took last time saves a round trip.
+    public func signIn(through client: any RemoteClient, dialect: SubsonicDialect, policy: FetchPolicy = FetchPolicy(),
+                       timeout: Duration = .seconds(30)) throws(SubsonicSignInError) -> SubsonicCredentials.Form {
+        var form = dialect.credentials.form
         // Two pings at most: the form tried first, then the hex password where the server wants it.
         for _ in 0..<2 {
-            let credentials = SubsonicCredentials(user: user, password: password, form: form)
-            let answer = try ping(credentials, configuration: configuration, policy: policy, timeout: timeout)
+            dialect.sign(with: form)
+            let answer = try ping(through: client, policy: policy, timeout: timeout)
             switch Self.next(after: answer, in: form) {
-            case .signedIn: return credentials
+            case .signedIn: return form
             case .retry(let other): form = other
             case .refused(let error): throw .refused(error)
             }
@@ -65,14 +66,10 @@ public struct SubsonicSignIn: Sendable {
         throw .unreadable("the server refused both forms of sign-in")
     }
 
-    private func ping(_ credentials: SubsonicCredentials, configuration: CurlClient.Configuration, policy: FetchPolicy,
-                      timeout: Duration) throws(SubsonicSignInError) -> PingAnswer {
-        var configuration = configuration
-        configuration.dialect = SubsonicDialect(address: address, credentials: credentials)
-        let client = CurlClient(configuration: configuration, logger: Logger(label: "rangefs", factory: { _ in SwiftLogNoOpLogHandler() }))
-        defer { client.shutdown() }
-        var download = DocumentDownload(request: DocumentRequest(url: address.apiURL("ping", [:]), maxBytes: 64 << 10, timeout: timeout),
-                                        client: client)
+    private func ping(through client: any RemoteClient, policy: FetchPolicy, timeout: Duration) throws(SubsonicSignInError) -> PingAnswer {
+        // As a listing goes (`.stream`): the mount's first listing then finds this connection.
+        let request = DocumentRequest(url: address.apiURL("ping", [:]), maxBytes: 64 << 10, timeout: timeout, connection: .stream)
+        var download = DocumentDownload(request: request, client: client)
         download.policy = policy
         let document: FetchedDocument
         do throws(RemoteError) {
