@@ -29,7 +29,7 @@ import Synchronization
 /// change, and answers each operation with a value or one `FilesystemError`. The FUSE adapter
 /// only translates its answers into replies; tests drive it without a mount.
 ///
-/// Locks: `tree`, `handles` and `kernel` are each taken alone and never held while calling the
+/// Locks: `tree`, `handles`, `kernel` and `listAheadWindows` are each taken alone and never held while calling the
 /// catalog or the kernel. `KernelReadPaths` holds its own lock while it opens and registers a
 /// complete file's backing file (which takes that `CachedFile`'s state lock inside).
 public final class MountedFilesystem: Sendable {
@@ -71,6 +71,8 @@ public final class MountedFilesystem: Sendable {
     private let ownership: FileOwnership
     private let mountTime = Date()
     private let handles = Mutex(OpenHandleTable<OpenHandle>())
+    /// A leaf lock as `handles`: held only while the windows are read and moved.
+    private let listAheadWindows = Mutex(ListAheadWindows())
     private let kernel = Mutex<(any KernelLink)?>(nil)
     private let readPaths: KernelReadPaths
     /// Notifications wait here: they must never be sent from inside a request's handler.
@@ -199,16 +201,20 @@ public final class MountedFilesystem: Sendable {
         listSiblingsAhead(of: node)
     }
 
-    /// Directories a walk will open next are listed while it reads this one.
+    /// Directories a walk will open next are listed while it reads this one: a few, and more
+    /// as the walk goes on (`ListAheadWindows`).
     private func listSiblingsAhead(of node: NamespaceNode) {
-        guard let directories else { return }
+        guard let directories, node.inode != Namespace.rootInode else { return }
         let namespace = current.namespace
-        let next = namespace.siblings(after: node, count: Self.siblingsListedAhead).filter(\.isDirectory)
+        let siblings = namespace.children(of: node.parent)
+        let opened = node.position - siblings.startIndex
+        let ahead = listAheadWindows.withLock {
+            $0.toListAhead(parent: node.parent, opened: opened, childCount: siblings.count)
+        }
+        guard !ahead.isEmpty else { return }
+        let next = siblings[(siblings.startIndex + ahead.lowerBound)..<(siblings.startIndex + ahead.upperBound)].filter(\.isDirectory)
         directories.listAhead(next.map { EntryPath(trustedComponents: namespace.path(of: $0).split(separator: "/").map(String.init)) })
     }
-
-    /// As many as the listings in flight: a walk then keeps them all busy.
-    static let siblingsListedAhead = 4
 
     public func listDirectory(_ inode: InodeNumber) -> Result<DirectoryListing, FilesystemError> {
         let namespace = current.namespace
