@@ -369,30 +369,33 @@ struct ListedMountTests {
     }
 
     /// `find` opens a directory's subdirectories one after another: opening one lists the next
-    /// ones too, and a directory a caller waits for goes before those listed ahead.
-    @Test func openingADirectoryListsItsNextSiblingsAhead() throws {
+    /// four too; opening one of those (a walk) lists twice as many past it, each once; and a
+    /// directory a caller waits for goes before those listed ahead.
+    @Test func openingADirectoryListsItsNextSiblingsAheadAndAWalkMore() throws {
         let mount = try ListedHarness(files: [:], listings: { server in
             var table: [String: Result<[WebListingEntry], FetchError>] = [:]
-            let names = (0..<10).map { "d\($0)" }
+            let names = (0..<40).map { String(format: "d%02d", $0) }
             table[server.url("top/").absoluteString] = .success(names.map {
                 WebListingEntry(name: $0, url: server.url("top/\($0)/"), isDirectory: true)
             })
             for name in names { table[server.url("top/\(name)/").absoluteString] = .success([]) }
             return table
         })
-        #expect(try mount.names(of: Namespace.rootInode).count == 10)
-        let d0 = try #require(try mount.lookup("d0").value)
-        #expect(try mount.names(of: d0.inode).isEmpty)
-        let listedAhead = { Set(mount.lister.askedURLs.map { URL(string: $0)!.lastPathComponent }) }
-        #expect(FilesystemHarness.eventually(timeout: 5) { listedAhead().isSuperset(of: ["d1", "d2", "d3", "d4"]) },
+        #expect(try mount.names(of: Namespace.rootInode).count == 40)
+        let d00 = try #require(try mount.lookup("d00").value)
+        #expect(try mount.names(of: d00.inode).isEmpty)
+        let listedAhead = { mount.lister.askedURLs.map { URL(string: $0)!.lastPathComponent } }
+        #expect(FilesystemHarness.eventually(timeout: 5) { Set(listedAhead()).isSuperset(of: ["d01", "d02", "d03", "d04"]) },
                 "\(listedAhead())")
-        #expect(!listedAhead().contains("d5"))
-        let asked = mount.lister.askedURLs.count
-        let d1 = try #require(try mount.lookup("d1").value)
-        #expect(try mount.names(of: d1.inode).isEmpty)
-        #expect(FilesystemHarness.eventually(timeout: 5) { listedAhead().contains("d5") })
-        #expect(mount.lister.askedURLs.filter { $0.hasSuffix("/d1/") }.count == 1, "d1 was listed once, ahead of need")
-        #expect(mount.lister.askedURLs.count <= asked + 1)
+        #expect(!listedAhead().contains("d05"))
+        let d01 = try #require(try mount.lookup("d01").value)
+        #expect(try mount.names(of: d01.inode).isEmpty)
+        // d01 was listed ahead: a walk. The window doubles to 8 past d01: d02 to d09.
+        #expect(FilesystemHarness.eventually(timeout: 5) { Set(listedAhead()).isSuperset(of: ["d05", "d06", "d07", "d08", "d09"]) },
+                "\(listedAhead())")
+        #expect(!listedAhead().contains("d10"), "\(listedAhead())")
+        let counts = Dictionary(listedAhead().map { ($0, 1) }, uniquingKeysWith: +)
+        #expect(counts.values.allSatisfy { $0 == 1 }, "each directory listed once: \(counts)")
     }
 
     /// A walk that opens each directory as `find` does finds every file, however the listings

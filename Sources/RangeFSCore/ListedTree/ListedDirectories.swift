@@ -13,8 +13,10 @@ import Synchronization
 //   `--max-listed-entries` are refused, and that directory gives `EIO`. A page that came but
 //   cannot be read is not asked for again before `--dir-cache-time` has passed.
 // - `ListedDirectories` (this file) lists a directory when it is first looked at, a bounded
-//   number at once (`ListingQueue`), shows the grown tree before the callers go on (listings
-//   that arrive while a tree is being shown are shown together by the next show), keeps each
+//   number at once (`ListingQueue`), and the next ones a walk will open (`listAhead`; how many,
+//   `ListAheadWindows`, grows as the walk goes on), shows the grown tree before the callers go
+//   on (listings that arrive while a tree is being shown are shown together by the next show,
+//   and a show costs the tree's size: a walk gains by many listings per show), keeps each
 //   listing in the cache database and checks an old one again with its validator. A file a new
 //   listing shows with another size or date than the one before (`ListedTree.changedFiles`) was
 //   changed on its server: the mount discards what it cached of it (`Snapshot.changedFiles`,
