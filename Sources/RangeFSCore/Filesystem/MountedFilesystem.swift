@@ -29,9 +29,9 @@ import Synchronization
 /// change, and answers each operation with a value or one `FilesystemError`. The FUSE adapter
 /// only translates its answers into replies; tests drive it without a mount.
 ///
-/// Locks: `tree`, `handles`, `kernel` and `listAheadWindows` are each taken alone and never held while calling the
-/// catalog or the kernel. `KernelReadPaths` holds its own lock while it opens and registers a
-/// complete file's backing file (which takes that `CachedFile`'s state lock inside).
+/// Locks: `tree`, `handles`, `kernel` and `listAheadWindows` are each taken alone and never held
+/// while calling the catalog or the kernel. `KernelReadPaths` holds its own lock while it opens
+/// and registers a complete file's backing file (which takes that `CachedFile`'s state lock inside).
 public final class MountedFilesystem: Sendable {
     /// What a successful open gives the kernel: the handle's number for `fh`, and how it reads.
     public struct OpenedFile: Sendable, Equatable {
@@ -211,8 +211,8 @@ public final class MountedFilesystem: Sendable {
         let ahead = listAheadWindows.withLock {
             $0.toListAhead(parent: node.parent, opened: opened, childCount: siblings.count)
         }
-        guard !ahead.isEmpty else { return }
-        let next = siblings[(siblings.startIndex + ahead.lowerBound)..<(siblings.startIndex + ahead.upperBound)].filter(\.isDirectory)
+        let next = ahead.map { siblings[siblings.startIndex + $0] }.filter(\.isDirectory)
+        guard !next.isEmpty else { return }
         directories.listAhead(next.map { EntryPath(trustedComponents: namespace.path(of: $0).split(separator: "/").map(String.init)) })
     }
 
