@@ -150,6 +150,8 @@ def rows_web(ctx, link):
                         raise BenchError(f"find found {count} files, expected {WEB_DIRS * WEB_PER_DIR}")
                     t_walk.append(seconds)
                     requests.append(mark.requests())
+                    # Each repeat, as the fio rows log theirs: a median hides a walk the background ran beside.
+                    log(f"  {walk.rid} [{name}] {seconds:.2f} s, {requests[-1]} requests")
             cold.values[name], again.values[name] = median(t_cold) * 1000, median(t_again) * 1000
             walk.values[name], sent.values[name] = median(t_walk), float(median(requests))
             log(f"  web [{name}] ls {cold.values[name]:.0f} ms, again {again.values[name]:.0f} ms, "
