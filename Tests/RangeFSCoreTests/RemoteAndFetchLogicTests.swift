@@ -200,3 +200,18 @@ import Testing
         #expect(!handOver.ranOutOfTime(now: quiet) && handOver.ranOutOfTime(now: began + HandOver.longest))
     }
 }
+
+@Suite struct ReceiveBufferTests {
+    @Test func anUncappedRangeReadsInLargePieces() {
+        #expect(CurlTransfer.receiveBufferBytes(cappedAt: nil) == CurlTransfer.receiveBufferBytes)
+    }
+
+    /// libcurl checks a cap only between runs of up to 100 reads: each run must stay a small
+    /// part of a second's worth, or a fast link brings a whole chunk before the first check.
+    @Test(arguments: [UInt64(349_525), 699_050, 8 << 20, 100 << 20, 10 << 30])
+    func aCappedRangeReadsAboutAMillisecondsWorthAtATime(rate: UInt64) {
+        let bytes = CurlTransfer.receiveBufferBytes(cappedAt: rate)
+        #expect(bytes >= 1024 && bytes <= CurlTransfer.receiveBufferBytes)
+        #expect(UInt64(bytes) * 100 <= max(rate / 10, 100 * 1024), "\(bytes) bytes a read at \(rate) B/s")
+    }
+}

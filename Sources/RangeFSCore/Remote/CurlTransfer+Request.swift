@@ -27,8 +27,9 @@ extension CurlTransfer {
             return AskedRequest(url: url, method: "GET", callerHeaders: headers, ownHeaders: [:])
         case .range(let request, _, _):
             var own: [String: String] = [:]
-            // Large socket reads; probes keep libcurl's default buffer (an SFTP read sets its own).
-            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferBytes)
+            // Large socket reads, small ones under a cap; probes keep libcurl's default buffer (an
+            // SFTP read sets its own).
+            rangefs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferBytes(cappedAt: request.maxBytesPerSecond))
             if SFTPVersion.isSFTP(request.url) {
                 setSFTPRange(of: request, on: easy)
             } else if !request.wholeBody {

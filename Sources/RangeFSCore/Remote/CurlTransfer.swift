@@ -66,6 +66,9 @@ final class CurlTransfer {
     }
     /// Set while the loop lets a held transfer go: the piece libcurl kept is taken then.
     var isResuming = false
+    /// Kept to `--max-rate` (background work's ranges), until a reader raises it
+    /// (`CurlMultiLoop.liftCapOfRaised`): foreground reads are never capped.
+    var isRateCapped = false
     /// The response's headers were checked and its body has begun (a redirect's body, read
     /// only to reuse the connection, does not count).
     var isReceivingBody: Bool { checked && redirect == nil }
@@ -85,6 +88,15 @@ final class CurlTransfer {
     /// How much body is gathered before it is written: libcurl's largest receive buffer.
     static let receiveBufferBytes = 512 * 1024
 
+    /// libcurl's receive buffer for a range capped at `bytesPerSecond` (`--max-rate`): about a
+    /// thousandth of a second's worth. libcurl checks the cap only between its reads of a
+    /// readable socket, up to 100 reads in a row, so with large buffers a fast link brings a
+    /// whole 4 MiB chunk before the check (docs/benchmarks.md: 15 times the cap was seen).
+    static func receiveBufferBytes(cappedAt bytesPerSecond: UInt64?) -> Int {
+        guard let bytesPerSecond else { return receiveBufferBytes }
+        return Int(min(max(bytesPerSecond / 1000, 1024), UInt64(receiveBufferBytes)))
+    }
+
     /// `hop`: a redirect of `spec`'s request being followed; nil for the request itself.
     init(spec: TransferSpec, hop: RedirectHop? = nil, configuration: CurlClient.Configuration, gate: BackgroundGate,
          buffers: CoalescingBufferPool) throws(RemoteError) {
@@ -97,6 +109,7 @@ final class CurlTransfer {
         dialect = configuration.dialect
         maxRedirects = configuration.maxRedirects
         let asked = Self.setRequest(of: spec, on: easy, configuration: configuration)
+        if case .range(let request, _, _) = spec { isRateCapped = request.maxBytesPerSecond != nil }
         var headers = asked.ownHeaders
         self.hop = hop ?? RedirectHop(asked: asked.url)
         let url = self.hop.url

@@ -154,6 +154,7 @@ extension CurlMultiLoop {
     /// the tree without opening files (`BackgroundQuiet.treeWalk`).
     private func holdBackground(_ holds: BackgroundGate.Holds) {
         for (easy, transfer) in active {
+            liftCapOfRaised(easy, transfer)
             // A transfer raised to a reader's while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
@@ -167,6 +168,14 @@ extension CurlMultiLoop {
                 resume(easy, transfer)
             }
         }
+    }
+
+    /// A background range a reader now waits on is no longer kept to `--max-rate` (libcurl reads
+    /// the cap at each of its checks, so it can be lifted while the transfer runs).
+    private func liftCapOfRaised(_ easy: UnsafeMutableRawPointer, _ transfer: CurlTransfer) {
+        guard transfer.isRateCapped, !transfer.purpose.isBackgroundWork else { return }
+        rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, 0)
+        transfer.isRateCapped = false
     }
 
     /// Lets a held transfer receive again.

@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+
+/// `--max-rate`: the background keeps to it on a link much faster than the cap.
+extension RangeFSIntegrationTests {
+    @Test("--max-rate 1M: on loopback the background takes at least 3 s for its first 6 MiB of a 100 MiB file, and keeps going")
+    func maxRateHoldsOnAFastLink() throws {
+        let file = fx.data.file("big.bin")
+        let mount = try fx.mount([ManifestLine(path: "rate/\(file.name)", url: fx.nginx.url(file.name))],
+                                 options: ["--max-rate", "1M"])
+        defer { mount.teardown() }
+        let started = Date()
+        let wanted = 6 << 20
+        let (status, met) = try mount.waitForStatus(timeout: 120, interval: 0.05) { $0.cachedBytes >= wanted }
+        let seconds = Date().timeIntervalSince(started)
+        print("--max-rate 1M: \(status.cachedBytes) bytes cached after \(String(format: "%.2f", seconds)) s")
+        try #require(met, "the background did not fetch 6 MiB within 120 s:\n\(status)\n\(mount.logTail())")
+        // At 1 MiB/s, 6 MiB take about 6 s; a slow machine only makes it longer. Uncapped,
+        // loopback brings the whole file in well under a second.
+        #expect(seconds >= 3, "6 MiB came in \(seconds) s at --max-rate 1M:\n\(status)")
+        #expect(status.cachedBytes < file.size, "the whole file came at once:\n\(status)")
+    }
+}
