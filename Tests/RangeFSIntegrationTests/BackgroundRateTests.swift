@@ -5,9 +5,7 @@ import Testing
 extension RangeFSIntegrationTests {
     @Test("--max-rate 1M: on loopback the background takes at least 3 s for its first 6 MiB of a 100 MiB file, and keeps going")
     func maxRateHoldsOnAFastLink() throws {
-        let file = fx.data.file("big.bin")
-        let mount = try fx.mount([ManifestLine(path: "rate/\(file.name)", url: fx.nginx.url(file.name))],
-                                 options: ["--max-rate", "1M"])
+        let (file, mount) = try mountBigFile(maxRate: "1M")
         defer { mount.teardown() }
         let started = Date()
         let wanted = 6 << 20
@@ -23,9 +21,7 @@ extension RangeFSIntegrationTests {
 
     @Test("--max-rate 256K: a program reading the file the capped background is fetching is not held to the cap (100 MiB, byte-exact, long before the cap would allow)")
     func aReadOfTheFileTheCappedBackgroundFetchesIsNotCapped() throws {
-        let file = fx.data.file("big.bin")
-        let mount = try fx.mount([ManifestLine(path: "rate/\(file.name)", url: fx.nginx.url(file.name))],
-                                 options: ["--max-rate", "256K"])
+        let (file, mount) = try mountBigFile(maxRate: "256K")
         defer { mount.teardown() }
         let (status, met) = try mount.waitForStatus(timeout: 60, interval: 0.05) { $0.cachedBytes > 0 }
         try #require(met, "the background fetched nothing within 60 s:\n\(status)\n\(mount.logTail())")
@@ -33,5 +29,13 @@ extension RangeFSIntegrationTests {
         // background transfers it raises, whose cap is lifted) seconds on loopback.
         let (hash, result) = SHA256.of(mount.path("rate/\(file.name)"), timeout: 100)
         #expect(hash == file.sha256, "sha256sum through the mount: \(result)\n\(mount.logTail())")
+    }
+
+    /// big.bin (100 MiB) alone, mounted with the defaults and `--max-rate maxRate`.
+    private func mountBigFile(maxRate: String) throws -> (TestFile, Mount) {
+        let file = fx.data.file("big.bin")
+        let mount = try fx.mount([ManifestLine(path: "rate/\(file.name)", url: fx.nginx.url(file.name))],
+                                 options: ["--max-rate", maxRate])
+        return (file, mount)
     }
 }
