@@ -1,5 +1,6 @@
 import FaultServer
 import Foundation
+import Synchronization
 import Testing
 @testable import RangeFSCore
 
@@ -223,6 +224,73 @@ struct EngineSchedulingTests {
         #expect(try engine.read(back.file, 0..<UInt64(data.count)).value == data)
     }
 
+    /// A program that reads cached bytes faster than `fastCachedReadBytesPerSecond` (a copy, a
+    /// checksum, fio over a cached region) holds whole-file work still while it reads; when
+    /// its reads stop, background work goes on.
+    @Test func fastReadsOfCachedBytesHoldWholeFileWorkStillUntilTheyStop() throws {
+        var policy = Self.cachedReadsPolicy
+        policy.slowestLinkQuietedByCachedReads = 0
+        let (engine, back, done) = try Self.backgroundTransferBesideACachedFile(policy: policy, cachedFileBytesPerSecond: nil)
+        defer { back.close() }
+        let reads = CachedReadLoop(done)
+        let before = back.file.snapshot.cachedBytes
+        // What was already on its way is stored (a block at most); then nothing comes while the
+        // reads go on, where 512 KiB/s would bring 300 KiB in 0.6 s.
+        let during = FilesystemHarness.eventually(timeout: 0.6) { back.file.snapshot.cachedBytes > before + 128 * 1024 }
+        let readsDone = reads.stop()
+        #expect(readsDone > 100, "the loop read the cached file")
+        #expect(!during, "background work went on beside fast reads of cached bytes: \(back.file.snapshot.cachedBytes - before) bytes")
+        #expect(FilesystemHarness.eventually(timeout: 10) { back.file.isComplete }, "and it goes on after")
+        #expect(try engine.read(back.file, 0..<back.file.layout.fileSize).value == Self.backData)
+    }
+
+    /// From a server known to be slow (its readers' requests moved under
+    /// `slowestLinkQuietedByCachedReads`), background work takes little of the machine: fast
+    /// reads of cached bytes leave it going, and the link busy.
+    @Test func aSlowServersBackgroundWorkGoesOnBesideFastReadsOfCachedBytes() throws {
+        let (engine, back, done) = try Self.backgroundTransferBesideACachedFile(policy: Self.cachedReadsPolicy,
+                                                                                cachedFileBytesPerSecond: 1 << 20)
+        defer { back.close() }
+        #expect(engine.catalog.environment.hostRates.bytesPerSecond(host: done.url.serverKey, at: .now).map { $0 < 16 * 1024 * 1024 } == true,
+                "the server is known to be slow")
+        let reads = CachedReadLoop(done)
+        let before = back.file.snapshot.cachedBytes
+        let during = FilesystemHarness.eventually(timeout: 10) { back.file.snapshot.cachedBytes > before + 256 * 1024 }
+        let readsDone = reads.stop()
+        #expect(readsDone > 100, "the loop read the cached file")
+        #expect(during, "background work stood still beside fast reads of cached bytes from a slow server")
+    }
+
+    private static let backData = FetchEngineHarness.bytes(1 << 20, seed: 12)
+
+    /// Reads of cached bytes quiet whole-file work from 1 MiB/s on; opening a complete file quiets nothing.
+    private static var cachedReadsPolicy: FetchPolicy {
+        var policy = FetchEngineHarness.quickPolicy
+        policy.quietAfterCompleteOpen = .zero
+        policy.fastCachedReadBytesPerSecond = 1 << 20
+        policy.quietAfterFastCachedReads = .milliseconds(300)
+        return policy
+    }
+
+    /// back.bin (1 MiB at 512 KiB/s) under way in the background, with a handle open on it;
+    /// done.bin (256 KiB, at `cachedFileBytesPerSecond` if given) read whole by a reader first.
+    private static func backgroundTransferBesideACachedFile(policy: FetchPolicy, cachedFileBytesPerSecond: Int?) throws
+        -> (FetchEngineHarness, OpenFile, CachedFile) {
+        let doneData = FetchEngineHarness.bytes(256 * 1024, seed: 13)
+        var prefetch = EnginePrefetchTests.configuration(.opened, downloads: 1)
+        prefetch.chunkBytes = UInt64(backData.count)
+        let engine = try FetchEngineHarness(files: ["back.bin": backData, "done.bin": doneData], policy: policy, prefetch: prefetch)
+        engine.server.configure("back.bin", PathOptions(bytesPerSecond: 512 * 1024))
+        if let rate = cachedFileBytesPerSecond { engine.server.configure("done.bin", PathOptions(bytesPerSecond: rate)) }
+        let done = try #require(try engine.file("done.bin").value)
+        #expect(try engine.read(done, 0..<UInt64(doneData.count)).value == doneData)
+        let back = try #require(try engine.open("back.bin").value)
+        engine.prefetcher.start()
+        #expect(FilesystemHarness.eventually(timeout: 5) { back.file.snapshot.cachedBytes >= 128 * 1024 },
+                "the background transfer is under way")
+        return (engine, back, done)
+    }
+
     /// A reader of the same file far ahead of the background transfer cuts it where the
     /// reader's blocks begin, and the reader's request takes its connection: the rest the
     /// background transfer asks for later ends at the cut, not where it first meant to.
@@ -267,5 +335,32 @@ struct EngineSchedulingTests {
         engine.catalog.discoverSizes(ofEntries: [engine.entry("listed.bin")])
         #expect(FilesystemHarness.eventually(timeout: 5) { engine.server.requests(for: "listed.bin").count == 1 })
         return (engine, back)
+    }
+}
+
+/// A thread that reads a cached file's first 4 KiB over and over, as fast as the cache answers,
+/// until stopped (at most 30 s).
+private final class CachedReadLoop: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    private let count = Atomic<Int>(0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ file: CachedFile) {
+        let thread = Thread { [self] in
+            let end = ContinuousClock.now + .seconds(30)
+            while !stopped.load(ordering: .relaxed), ContinuousClock.now < end {
+                guard case .success? = try? FetchEngineHarness.read(file, 0..<4096, timeout: 5) else { break }
+                count.add(1, ordering: .relaxed)
+            }
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops the reads and returns how many there were.
+    func stop() -> Int {
+        stopped.store(true, ordering: .relaxed)
+        finished.wait()
+        return count.load(ordering: .relaxed)
     }
 }

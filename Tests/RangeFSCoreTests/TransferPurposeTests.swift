@@ -40,10 +40,11 @@ import Testing
         }
     }
 
-    @Test func aQuietAfterACompleteOpenLeavesHeadsAndTailsGoing() {
+    @Test(arguments: [BackgroundQuiet.completeFileOpened, .fastCachedReads])
+    func aQuietForReadsOfCachedBytesLeavesHeadsAndTailsGoing(reason: BackgroundQuiet) {
         let gate = BackgroundGate()
         #expect(gate.quietTimeLeft == nil)
-        gate.quiet(.completeFileOpened).extend(by: .seconds(30))
+        gate.quiet(reason).extend(by: .seconds(30))
         #expect(gate.holds.background && !gate.holds.headsAndTails)
         for reason in [BackgroundQuiet.treeWalk, .mountGrace] {
             let other = BackgroundGate()

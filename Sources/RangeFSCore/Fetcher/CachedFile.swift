@@ -175,8 +175,10 @@ public final class CachedFile: Sendable {
         let bytes = requested.clamped(to: 0..<layout.fileSize)
         let now = ContinuousClock.now
         var wantsRoom: UInt64?
+        var cached = false
         update { state in
-            let missing = state.plan.bytesToStore(for: bytes)
+            cached = state.plan.isAvailable(bytes)
+            let missing = cached ? 0 : state.plan.bytesToStore(for: bytes)
             if missing > 0 {
                 guard budget.hasRoom(forRead: missing + readAhead) else {
                     wantsRoom = missing
@@ -186,6 +188,7 @@ public final class CachedFile: Sendable {
             }
             return planRead(bytes, readAhead: readAhead, now: now, in: &state, completion: completion)
         }
+        if cached { noteCachedRead(bytes) }
         guard let missing = wantsRoom else { return }
         // Least recently used files nobody has open are evicted until the read and its read-ahead fit.
         events.makeRoom(missing + readAhead)
@@ -198,6 +201,18 @@ public final class CachedFile: Sendable {
         }
         let later = ContinuousClock.now
         update { planRead(bytes, readAhead: readAhead, now: later, in: &$0, completion: completion) }
+    }
+
+    /// A read answered from the cache: one of many in a short time quiets whole-file
+    /// background work (`CachedReadPace`), unless the server is known to be slow.
+    private func noteCachedRead(_ bytes: Range<UInt64>) {
+        guard environment.cachedReadPace.noteRead(UInt64(bytes.count)) else { return }
+        let policy = environment.policy
+        if let speed = environment.hostRates.bytesPerSecond(host: url.serverKey, at: .now),
+           speed < Double(policy.slowestLinkQuietedByCachedReads) {
+            return
+        }
+        environment.client.quietBackground(.fastCachedReads, for: policy.quietAfterFastCachedReads)
     }
 
     /// Under the lock: opens the data file and asks the plan about a read.

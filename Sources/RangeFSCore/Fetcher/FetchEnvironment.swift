@@ -37,6 +37,18 @@ public struct FetchPolicy: Sendable {
     /// long: the kernel reads the file from the cache disk at its own pace (passthrough or the
     /// page cache, unseen here), and background transfers would take CPU and disk from it.
     public var quietAfterCompleteOpen: Duration = .seconds(1)
+    /// While programs read bytes the cache holds faster than `fastCachedReadBytesPerSecond`
+    /// over `cachedReadWindow` (a copy, a checksum, fio over a cached region: bound by this
+    /// machine, not the link), whole-file background work stands still until
+    /// `quietAfterFastCachedReads` after the last such window: it would take their CPU and
+    /// write their disk. A player reads far slower and never quiets it (`CachedReadPace`).
+    /// Only where the file's server moved a reader's request at `slowestLinkQuietedByCachedReads`
+    /// or faster lately, or no speed is known: background work from a slower link takes little
+    /// of the machine, and holding it would leave the link idle.
+    public var fastCachedReadBytesPerSecond: UInt64 = 64 * 1024 * 1024
+    public var cachedReadWindow: Duration = .milliseconds(100)
+    public var quietAfterFastCachedReads: Duration = .milliseconds(250)
+    public var slowestLinkQuietedByCachedReads: UInt64 = 16 * 1024 * 1024
     /// While a program walks the tree without opening a file for `scanOpensWithin`, and no
     /// listing in that time took `distantListingTime` or longer (a near server: the walk is
     /// bound by the CPU), all background work stands still until `walkQuiet` after its last
@@ -127,6 +139,8 @@ public struct FetchEnvironment: Sendable {
     let readDeadlines: ReadDeadlines
     /// When files were opened, written a commit interval later (as the policy was at `init`).
     let accessTimes: AccessTimes
+    /// How fast reads are answered from the cache (as the policy was at `init`).
+    let cachedReadPace: CachedReadPace
 
     public init(client: any RemoteClient, store: MetadataStore, directory: CacheDirectory,
                 committer: Committer, policy: FetchPolicy = FetchPolicy(), logger: Logger,
@@ -141,5 +155,6 @@ public struct FetchEnvironment: Sendable {
         learnedHeadTails = LearnedHeadTails(store: store, committer: committer, logger: logger)
         readDeadlines = ReadDeadlines(readDeadline: policy.readDeadline)
         accessTimes = AccessTimes(store: store, committer: committer, delay: policy.commitInterval, logger: logger)
+        cachedReadPace = CachedReadPace(window: policy.cachedReadWindow, quietBytesPerSecond: policy.fastCachedReadBytesPerSecond)
     }
 }

@@ -7,6 +7,10 @@ public enum BackgroundQuiet: Sendable, Equatable {
     /// A program was handed a complete file, which the kernel reads from the cache disk
     /// unseen: whole-file work stands still, heads and tails go on (`quietAfterCompleteOpen`).
     case completeFileOpened
+    /// A program reads cached bytes faster than a link brings them, bound by the CPU and the
+    /// cache disk: whole-file work stands still, heads and tails go on (`CachedReadPace`,
+    /// `quietAfterFastCachedReads`).
+    case fastCachedReads
     /// A program walks a near server's tree without opening files, bound by the CPU: heads and
     /// tails stand still too (`walkQuiet`, `FileCatalog.treeWalked`).
     case treeWalk
@@ -15,7 +19,12 @@ public enum BackgroundQuiet: Sendable, Equatable {
     case mountGrace
 
     /// Heads and tails stand still too, not only whole-file work.
-    var holdsHeadsAndTails: Bool { self != .completeFileOpened }
+    var holdsHeadsAndTails: Bool {
+        switch self {
+        case .completeFileOpened, .fastCachedReads: false
+        case .treeWalk, .mountGrace: true
+        }
+    }
 
     /// Whether a listing that took `listingTime` (from its request to its first byte: the
     /// server's answer, not a wait for a connection) came from a distant server.

@@ -31,9 +31,11 @@
 //    scan's reader waits on the network for every file whose head it reads next.
 // 2. Quiets. Background work also stands still for a while with no reader waiting
 //    (`BackgroundQuiet`): after a complete file is opened (the kernel reads it from the cache
-//    disk, unseen), while a program walks a near server's tree without opening files (heads and
-//    tails too: such a walk is bound by the CPU), and just after the mount. A pause holds all
-//    background work until resumed.
+//    disk, unseen), while programs read cached bytes faster than a link brings them (bound by
+//    the CPU and the cache disk, `CachedReadPace`; not where the server is known to be slow),
+//    while a program walks a near server's tree without opening files (heads and tails too:
+//    such a walk is bound by the CPU), and just after the mount. A pause holds all background
+//    work until resumed.
 // 3. Connections. Background transfers never start on a server's last reserved connections
 //    (`CurlClient.Configuration.connectionsKeptForReaders`). A reader's request that would
 //    still queue for a connection makes one free: a background transfer whose rest comes within
