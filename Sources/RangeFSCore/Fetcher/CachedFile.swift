@@ -204,11 +204,14 @@ public final class CachedFile: Sendable {
     }
 
     /// A read answered from the cache: one of many in a short time quiets whole-file
-    /// background work (`CachedReadPace`), unless the server is known to be slow.
+    /// background work (`CachedReadPace`), unless the server the file's next request would go
+    /// to (its best mirror, if it has several) is known to be slower than that.
     private func noteCachedRead(_ bytes: Range<UInt64>) {
         guard environment.cachedReadPace.noteRead(UInt64(bytes.count)) else { return }
         let policy = environment.policy
-        if let speed = environment.hostRates.bytesPerSecond(host: url.serverKey, at: .now),
+        let now = ContinuousClock.now
+        let server = state.withLock { $0.plan.preferredSource(now: now).requestURL(origin: url).serverKey }
+        if let speed = environment.hostRates.bytesPerSecond(host: server, at: now),
            speed < Double(policy.slowestLinkQuietedByCachedReads) {
             return
         }

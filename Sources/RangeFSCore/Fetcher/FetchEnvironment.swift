@@ -43,12 +43,14 @@ public struct FetchPolicy: Sendable {
     /// `quietAfterFastCachedReads` after the last such window: it would take their CPU and
     /// write their disk. A player reads far slower and never quiets it (`CachedReadPace`).
     /// Only where the file's server moved a reader's request at `slowestLinkQuietedByCachedReads`
-    /// or faster lately, or no speed is known: background work from a slower link takes little
-    /// of the machine, and holding it would leave the link idle.
+    /// or faster lately, or no speed is known: from a slower server, background work (a few
+    /// such requests) brings less than those reads take and costs the machine less, and
+    /// holding it would leave the link idle; where mirrors or a server limit each connection,
+    /// a reader's speed comes from background work beside its read-ahead.
     public var fastCachedReadBytesPerSecond: UInt64 = 64 * 1024 * 1024
     public var cachedReadWindow: Duration = .milliseconds(100)
     public var quietAfterFastCachedReads: Duration = .milliseconds(250)
-    public var slowestLinkQuietedByCachedReads: UInt64 = 16 * 1024 * 1024
+    public var slowestLinkQuietedByCachedReads: UInt64 = 64 * 1024 * 1024
     /// While a program walks the tree without opening a file for `scanOpensWithin`, and no
     /// listing in that time took `distantListingTime` or longer (a near server: the walk is
     /// bound by the CPU), all background work stands still until `walkQuiet` after its last
