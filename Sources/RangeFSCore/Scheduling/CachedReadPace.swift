@@ -5,7 +5,8 @@ import Synchronization
 /// reads them faster than `quietBytesPerSecond` (a copy, a checksum, fio over a cached region)
 /// waits on this machine's CPU and disk, not on the link; whole-file background work, which
 /// takes the same CPU and writes the same disk at the link's speed, then stands still while it
-/// reads (`BackgroundQuiet.fastCachedReads`). A player reads tens of MB/s at most and stays
+/// reads (`BackgroundQuiet.fastCachedReads`), unless its server is known to be slower than
+/// such reads (`CachedFile.noteCachedRead`). A player reads tens of MB/s at most and stays
 /// below it.
 ///
 /// Atomics only, no lock: the libfuse workers answering reads note them. Two workers that
