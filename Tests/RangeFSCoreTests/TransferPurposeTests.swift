@@ -40,13 +40,12 @@ import Testing
         }
     }
 
-    @Test(arguments: [BackgroundQuiet.completeFileOpened, .fastCachedReads])
-    func aQuietForReadsOfCachedBytesLeavesHeadsAndTailsGoing(reason: BackgroundQuiet) {
+    @Test func aQuietAfterACompleteOpenLeavesHeadsAndTailsGoing() {
         let gate = BackgroundGate()
         #expect(gate.quietTimeLeft == nil)
-        gate.quiet(reason).extend(by: .seconds(30))
+        gate.quiet(.completeFileOpened).extend(by: .seconds(30))
         #expect(gate.holds.background && !gate.holds.headsAndTails)
-        for reason in [BackgroundQuiet.treeWalk, .mountGrace] {
+        for reason in [BackgroundQuiet.treeWalk, .mountGrace, .fastCachedReads] {
             let other = BackgroundGate()
             other.quiet(reason).extend(by: .seconds(30))
             #expect(other.holds.background && other.holds.headsAndTails, "\(reason)")

@@ -39,7 +39,7 @@ public struct FetchPolicy: Sendable {
     public var quietAfterCompleteOpen: Duration = .seconds(1)
     /// While programs read bytes the cache holds faster than `fastCachedReadBytesPerSecond`
     /// over `cachedReadWindow` (a copy, a checksum, fio over a cached region: bound by this
-    /// machine, not the link), whole-file background work stands still until
+    /// machine, not the link), background work (heads and tails too) stands still until
     /// `quietAfterFastCachedReads` after the last such window: it would take their CPU and
     /// write their disk. A player reads far slower and never quiets it (`CachedReadPace`).
     /// Only where the file's server moved a reader's request at `slowestLinkQuietedByCachedReads`

@@ -8,8 +8,8 @@ public enum BackgroundQuiet: Sendable, Equatable {
     /// unseen: whole-file work stands still, heads and tails go on (`quietAfterCompleteOpen`).
     case completeFileOpened
     /// A program reads cached bytes faster than a link brings them, bound by the CPU and the
-    /// cache disk: whole-file work stands still, heads and tails go on (`CachedReadPace`,
-    /// `quietAfterFastCachedReads`).
+    /// cache disk: heads and tails stand still too, since they take the same CPU and a scan
+    /// reads its cached heads far slower (`CachedReadPace`, `quietAfterFastCachedReads`).
     case fastCachedReads
     /// A program walks a near server's tree without opening files, bound by the CPU: heads and
     /// tails stand still too (`walkQuiet`, `FileCatalog.treeWalked`).
@@ -21,8 +21,8 @@ public enum BackgroundQuiet: Sendable, Equatable {
     /// Heads and tails stand still too, not only whole-file work.
     var holdsHeadsAndTails: Bool {
         switch self {
-        case .completeFileOpened, .fastCachedReads: false
-        case .treeWalk, .mountGrace: true
+        case .completeFileOpened: false
+        case .fastCachedReads, .treeWalk, .mountGrace: true
         }
     }
 
@@ -72,7 +72,8 @@ final class BackgroundGate: Sendable {
 
     /// Which background work stands still, read once.
     struct Holds {
-        /// `headsAndTails` too: paused, a walk of a near server, the mount's first moments.
+        /// `headsAndTails` too: paused, fast reads of cached bytes, a walk of a near server, the
+        /// mount's first moments.
         let headsAndTails: Bool
         /// `background`: also while a reader waits, or after a complete file opened.
         let background: Bool

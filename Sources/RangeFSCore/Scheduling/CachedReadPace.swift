@@ -3,7 +3,7 @@ import Synchronization
 
 /// How fast programs read bytes the cache already holds, window by window. A program that
 /// reads them faster than `quietBytesPerSecond` (a copy, a checksum, fio over a cached region)
-/// waits on this machine's CPU and disk, not on the link; whole-file background work, which
+/// waits on this machine's CPU and disk, not on the link; background work, which
 /// takes the same CPU and writes the same disk at the link's speed, then stands still while it
 /// reads (`BackgroundQuiet.fastCachedReads`), unless its server is known to be slower than
 /// such reads (`CachedFile.noteCachedRead`). A player reads tens of MB/s at most and stays
