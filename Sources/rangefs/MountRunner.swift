@@ -145,6 +145,7 @@ struct MountRunner {
             subsonic = (signIn, dialect, kept)
         }
         clientConfiguration.metrics = metrics
+        clientConfiguration.backgroundBytesPerSecond = maxRate
         let client = CurlClient(configuration: clientConfiguration, logger: logger)
         // An SFTP mount's listings and probes go over one SSH session; its reads through `client`.
         let sftp = listing?.sftpConnection(timeout: .seconds(clientConfiguration.stallTimeoutSeconds), logger: logger)

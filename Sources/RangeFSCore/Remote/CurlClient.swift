@@ -57,6 +57,9 @@ public final class CurlClient: RemoteClient {
         /// A netrc file: a request to a host it has an entry for signs in with that entry's login
         /// and password (HTTP Basic), as `curl --netrc-file` does; nil reads none.
         public var netrcFile: String?
+        /// `--max-rate`: what background ranges kept to a rate take together, in bytes per
+        /// second (`BackgroundRateBudget`); nil leaves them uncapped.
+        public var backgroundBytesPerSecond: UInt64?
         /// Where requests are counted: by kind and status, and those in flight.
         public var metrics = MountMetrics()
         /// What the server needs beyond plain HTTP (an S3 bucket's signatures); nil for a web server.

@@ -16,6 +16,8 @@ final class CurlMultiLoop {
     var waitingBackground: [TransferSpec] = []
     /// Body buffers for the transfers, kept mapped from one transfer to the next.
     private let buffers: CoalescingBufferPool
+    /// `--max-rate` for all background ranges together; nil when uncapped.
+    let rateBudget: BackgroundRateBudget?
 
     init(multi: CurlMultiHandle, inbox: CurlInbox, configuration: CurlClient.Configuration, logger: Logger) {
         self.multi = multi
@@ -24,6 +26,7 @@ final class CurlMultiLoop {
         self.logger = logger
         buffers = CoalescingBufferPool(bufferBytes: CurlTransfer.receiveBufferBytes,
                                        keptAtMost: configuration.maxConnectionsPerHost)
+        rateBudget = configuration.backgroundBytesPerSecond.map { BackgroundRateBudget(bytesPerSecond: $0) }
     }
 
     func run() {
@@ -45,9 +48,11 @@ final class CurlMultiLoop {
             let undecided = reviewFinishingFirst()
             schedule()
             var ready: Int32 = 0
-            // A quiet (`BackgroundQuiet`) lets background work go on when it ends.
-            let quietLeft = inbox.gate.quietTimeLeft.map { Int32(min($0.timeInterval * 1000 + 1, 1000)) } ?? 1000
-            curl_multi_poll(multi.raw, nil, 0, handingOver ? 1 : undecided ? 20 : quietLeft, &ready)
+            // A quiet (`BackgroundQuiet`) lets background work go on when it ends, and so does
+            // the rate budget when it refills.
+            let holdLeft = [inbox.gate.quietTimeLeft, rateBudgetHoldLeft].compactMap { $0 }.min()
+            let untilGoesOn = holdLeft.map { Int32(min($0.timeInterval * 1000 + 1, 1000)) } ?? 1000
+            curl_multi_poll(multi.raw, nil, 0, handingOver ? 1 : undecided ? 20 : untilGoesOn, &ready)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi.raw, easy)
@@ -66,7 +71,7 @@ final class CurlMultiLoop {
         let transfer: CurlTransfer
         do {
             transfer = try CurlTransfer(spec: spec.trimmedToItsEnd, hop: hop, configuration: configuration, gate: inbox.gate,
-                                        buffers: buffers)
+                                        rateBudget: rateBudget, buffers: buffers)
         } catch {
             spec.fail(error)
             return

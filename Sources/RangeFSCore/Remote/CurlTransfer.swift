@@ -18,6 +18,8 @@ final class CurlTransfer {
     private(set) var responseHeaders = ReceivedHeaders()
     /// Says when a background transfer must stop receiving.
     private let gate: BackgroundGate
+    /// `--max-rate` for the background as a whole; what a capped transfer receives is taken from it.
+    private let rateBudget: BackgroundRateBudget?
     /// Body bytes received but not yet handed to the sink: libcurl delivers 16 KiB at a time,
     /// the sink gets them in one piece after each round of the loop or when this fills.
     private var coalesced: CoalescingBuffer?
@@ -69,6 +71,8 @@ final class CurlTransfer {
     /// Kept to `--max-rate` (background work's ranges), until a reader raises it
     /// (`CurlMultiLoop.liftCapOfRaised`): foreground reads are never capped.
     var isRateCapped = false
+    /// Kept to `--max-rate` and the background's rate is spent for now (`BackgroundRateBudget`).
+    var waitsForRateBudget: Bool { isRateCapped && rateBudget?.isSpent() == true }
     /// The response's headers were checked and its body has begun (a redirect's body, read
     /// only to reuse the connection, does not count).
     var isReceivingBody: Bool { checked && redirect == nil }
@@ -89,21 +93,22 @@ final class CurlTransfer {
     static let receiveBufferBytes = 512 * 1024
 
     /// libcurl's receive buffer for a range capped at `bytesPerSecond` (`--max-rate`): about a
-    /// thousandth of a second's worth. libcurl checks the cap only between its reads of a
-    /// readable socket, up to 100 reads in a row, so with large buffers a fast link brings a
-    /// whole 4 MiB chunk before the check (docs/benchmarks.md: 15 times the cap was seen).
+    /// thousandth of a second's worth, since the rate budget (`BackgroundRateBudget`) is asked
+    /// at each piece and a piece is what may come beyond it. At least a TLS record (16 KiB):
+    /// with smaller reads an https background fetched well under its cap (docs/benchmarks.md).
     static func receiveBufferBytes(cappedAt bytesPerSecond: UInt64?) -> Int {
         guard let bytesPerSecond else { return receiveBufferBytes }
-        return Int(min(max(bytesPerSecond / 1000, 1024), UInt64(receiveBufferBytes)))
+        return Int(min(max(bytesPerSecond / 1000, 16 << 10), UInt64(receiveBufferBytes)))
     }
 
     /// `hop`: a redirect of `spec`'s request being followed; nil for the request itself.
     init(spec: TransferSpec, hop: RedirectHop? = nil, configuration: CurlClient.Configuration, gate: BackgroundGate,
-         buffers: CoalescingBufferPool) throws(RemoteError) {
+         rateBudget: BackgroundRateBudget?, buffers: CoalescingBufferPool) throws(RemoteError) {
         guard let easy = curl_easy_init() else { throw .transport("curl_easy_init failed") }
         self.easy = easy
         self.spec = spec
         self.gate = gate
+        self.rateBudget = rateBudget
         self.buffers = buffers
         metrics = configuration.metrics
         dialect = configuration.dialect
@@ -183,12 +188,14 @@ final class CurlTransfer {
             // The headers said all there is to say; the body is not wanted.
             return .abort
         case .range(let request, _, _):
-            // A reader waits, or background work is paused: stop now, not after this burst.
-            // libcurl keeps this piece and hands it over again when the loop resumes us.
-            if !isResuming, gate.holds.hold(purpose), !makingWayForReader {
+            // A reader waits, background work is paused, or the background's rate is spent: stop
+            // now, not after this burst. libcurl keeps this piece and hands it over again when
+            // the loop resumes us.
+            if !isResuming, !makingWayForReader, gate.holds.hold(purpose) || waitsForRateBudget {
                 isPaused = true
                 return .pause
             }
+            if isRateCapped { rateBudget?.take(bytes.count) }
             let wanted = UInt64(request.range.count)
             guard bodyBytes + UInt64(bytes.count) <= wanted else {
                 failure = .protocolViolation("server sent more than the \(wanted) bytes asked for")

@@ -26,7 +26,8 @@ extension CurlMultiLoop {
             if !spec.purpose.isBackgroundWork {
                 startAheadOfBackground(spec)
             } else if !holds.hold(spec.purpose), running < configuration.backgroundConnectionLimit,
-                      connections(to: spec.server) < configuration.backgroundConnectionLimit {
+                      connections(to: spec.server) < configuration.backgroundConnectionLimit,
+                      !(spec.isRateCapped && rateBudget?.isSpent() == true) {
                 start(spec)
                 running += 1
             } else {
@@ -158,7 +159,7 @@ extension CurlMultiLoop {
             // A transfer raised to a reader's while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let hold = holds.hold(transfer.purpose) && !transfer.makingWayForReader
+            let hold = (holds.hold(transfer.purpose) || transfer.waitsForRateBudget) && !transfer.makingWayForReader
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {
@@ -176,6 +177,13 @@ extension CurlMultiLoop {
         guard transfer.isRateCapped, !transfer.purpose.isBackgroundWork else { return }
         rangefs_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, 0)
         transfer.isRateCapped = false
+    }
+
+    /// How long until the rate budget lets capped background work go on; nil when none waits on it.
+    var rateBudgetHoldLeft: Duration? {
+        guard let rateBudget, rateBudget.isSpent() else { return nil }
+        let waiting = active.values.contains { $0.isRateCapped && $0.isPaused } || waitingBackground.contains { $0.isRateCapped }
+        return waiting ? rateBudget.timeUntilAvailable() : nil
     }
 
     /// Lets a held transfer receive again.

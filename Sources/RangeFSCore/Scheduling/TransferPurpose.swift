@@ -19,8 +19,9 @@
 // | `background`    | whole-file completion                        | no                    | yes                      | yes           |
 //
 // `headsAndTails` and `background` are *background work*: they yield their connections to
-// readers, start only within the background connection limit, keep within `--max-rate` and say
-// nothing of a reader's speed. A read that starts waiting on a transfer that may be raised
+// readers, start only within the background connection limit, keep within `--max-rate` (all of
+// them together: `BackgroundRateBudget`, beside libcurl's cap on each) and say nothing of a
+// reader's speed. A read that starts waiting on a transfer that may be raised
 // raises it to `reader` (`TransferControl.raise`); nothing lowers one.
 //
 // ## The rules, in the order they act

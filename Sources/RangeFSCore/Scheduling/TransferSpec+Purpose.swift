@@ -10,6 +10,14 @@ extension TransferSpec {
         }
     }
 
+    /// A background range kept to `--max-rate`: it starts only while the background's rate
+    /// budget has bytes left (`BackgroundRateBudget`). One raised to a reader's while it waited
+    /// is not background work any more and starts at once, uncapped.
+    var isRateCapped: Bool {
+        guard case .range(let request, _, _) = self else { return false }
+        return request.maxBytesPerSecond != nil && purpose.isBackgroundWork
+    }
+
     /// The request as it goes out now: a range cut short while it waited to start (or to go on
     /// after giving its connection up) asks only for the bytes still wanted.
     var trimmedToItsEnd: TransferSpec {
