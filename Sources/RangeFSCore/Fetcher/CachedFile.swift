@@ -204,8 +204,9 @@ public final class CachedFile: Sendable {
         update { planRead(bytes, readAhead: readAhead, now: later, in: &$0, completion: completion) }
     }
 
-    /// A read answered from the cache: one of many in a short time quiets background work (`CachedReadPace`), unless the server the file's next request would go
-    /// to (its best mirror, if it has several) is known to be slower than that.
+    /// A read answered from the cache: one of many in a short time quiets background work
+    /// (`CachedReadPace`), unless the server the file's next request would go to (its best
+    /// mirror, if it has several) is known to be slower than that.
     private func noteCachedRead(_ bytes: Range<UInt64>) {
         guard environment.cachedReadPace.noteRead(UInt64(bytes.count)) else { return }
         let policy = environment.policy

@@ -71,8 +71,12 @@ final class CurlTransfer {
     /// Kept to `--max-rate` (background work's ranges), until a reader raises it
     /// (`CurlMultiLoop.liftCapOfRaised`): foreground reads are never capped.
     var isRateCapped = false
-    /// Kept to `--max-rate` and the background's rate is spent for now (`BackgroundRateBudget`).
-    var waitsForRateBudget: Bool { isRateCapped && rateBudget?.isSpent() == true }
+    /// Whether it must stand still now: `holds` holds its purpose, or it is kept to `--max-rate`
+    /// and the background's rate is spent for now (`BackgroundRateBudget`). Asked by the write
+    /// callback and by the loop alike.
+    func mustStandStill(_ holds: BackgroundGate.Holds) -> Bool {
+        holds.hold(purpose) || isRateCapped && rateBudget?.isSpent() == true
+    }
     /// The response's headers were checked and its body has begun (a redirect's body, read
     /// only to reuse the connection, does not count).
     var isReceivingBody: Bool { checked && redirect == nil }
@@ -191,7 +195,7 @@ final class CurlTransfer {
             // A reader waits, background work is paused, or the background's rate is spent: stop
             // now, not after this burst. libcurl keeps this piece and hands it over again when
             // the loop resumes us.
-            if !isResuming, !makingWayForReader, gate.holds.hold(purpose) || waitsForRateBudget {
+            if !isResuming, !makingWayForReader, mustStandStill(gate.holds) {
                 isPaused = true
                 return .pause
             }

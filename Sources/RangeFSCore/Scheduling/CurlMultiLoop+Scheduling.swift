@@ -159,7 +159,7 @@ extension CurlMultiLoop {
             // A transfer raised to a reader's while held is let go at once. One still
             // reading its headers is left alone: libcurl can replay a paused response's
             // buffered headers after its body, which would defeat the checks on them.
-            let hold = (holds.hold(transfer.purpose) || transfer.waitsForRateBudget) && !transfer.makingWayForReader
+            let hold = transfer.mustStandStill(holds) && !transfer.makingWayForReader
                 && (transfer.isPaused || transfer.isReceivingBody)
             guard transfer.isPaused != hold else { continue }
             if hold {
