@@ -30,7 +30,7 @@ struct ConnectionHandler {
         let path = request.path
         // Fault, file and options in one step, so `changeFileBefore` and the answer agree.
         let (fault, file, options, redirect) = core.state.withLock { state in
-            let fault = state.takeFault(path: path, method: request.method)
+            let fault = state.takeFault(path: path, method: request.method, range: request.headers.value(of: "Range"))
             if case .changeFileBefore(let bytes) = fault { state.replaceContent(path, bytes: bytes) }
             return (fault, state.files[path], state.options(for: path), state.nextRedirect(for: path))
         }

@@ -63,9 +63,13 @@ public final class FaultServer: Sendable {
     // MARK: Faults
 
     /// Queues `fault` for the next `times` requests of `path` (nil: any path) and, if given,
-    /// only of that `method` ("GET", "HEAD"). Queued faults apply in order, one per request.
-    public func inject(_ fault: Fault, times: Int = 1, for path: String? = nil, method: String? = nil) {
-        core.state.withLock { $0.inject(fault, times: times, path: path.map(Self.key), method: method) }
+    /// only of that `method` ("GET", "HEAD") and of a `Range` starting at `rangeFrom`. Queued
+    /// faults apply in order, one per request.
+    public func inject(_ fault: Fault, times: Int = 1, for path: String? = nil, method: String? = nil,
+                       rangeFrom: Int? = nil) {
+        core.state.withLock {
+            $0.inject(fault, times: times, path: path.map(Self.key), method: method, rangeFrom: rangeFrom)
+        }
     }
 
     public func clearFaults() {

@@ -18,10 +18,16 @@ struct ServerState: Sendable {
         var remaining: Int
         var path: String?
         var method: String?
+        /// Only requests whose `Range` starts at this byte.
+        var rangeFrom: Int?
 
-        func applies(to path: String, method: String) -> Bool {
+        func applies(to path: String, method: String, range: String?) -> Bool {
             (self.path.map { $0 == path } ?? true)
                 && (self.method.map { $0.caseInsensitiveCompare(method) == .orderedSame } ?? true)
+                && (rangeFrom.map { first in
+                    guard let range, case .from(first, _)? = ByteRangeSpec(header: range) else { return false }
+                    return true
+                } ?? true)
         }
     }
 
@@ -55,9 +61,9 @@ struct ServerState: Sendable {
 
     // MARK: Faults
 
-    mutating func inject(_ fault: Fault, times: Int, path: String?, method: String?) {
+    mutating func inject(_ fault: Fault, times: Int, path: String?, method: String?, rangeFrom: Int?) {
         guard times > 0 else { return }
-        faults.append(QueuedFault(fault: fault, remaining: times, path: path, method: method))
+        faults.append(QueuedFault(fault: fault, remaining: times, path: path, method: method, rangeFrom: rangeFrom))
     }
 
     mutating func clearFaults() { faults.removeAll() }
@@ -65,8 +71,8 @@ struct ServerState: Sendable {
     var pendingFaultCount: Int { faults.reduce(0) { $0 + $1.remaining } }
 
     /// The oldest queued fault that applies to this request, used up by one.
-    mutating func takeFault(path: String, method: String) -> Fault? {
-        guard let index = faults.firstIndex(where: { $0.applies(to: path, method: method) }) else { return nil }
+    mutating func takeFault(path: String, method: String, range: String?) -> Fault? {
+        guard let index = faults.firstIndex(where: { $0.applies(to: path, method: method, range: range) }) else { return nil }
         let fault = faults[index].fault
         faults[index].remaining -= 1
         if faults[index].remaining == 0 { faults.remove(at: index) }

@@ -200,6 +200,19 @@ struct FaultServerSelfTests {
         #expect(server.requests.map(\.status) == [503, 429, 500, 410])
     }
 
+    @Test("a fault queued for a range's first byte meets only requests from that byte")
+    func faultForRangeStart() {
+        let url = server.url("data.bin").absoluteString
+        server.inject(.status(503), for: "data.bin", rangeFrom: 100)
+        let whole = curl(["-i", url])
+        let other = curl(["-i", "-r", "0-99", url])
+        let faulted = curl(["-i", "-r", "100-199", url])
+        let after = curl(["-i", "-r", "100-199", url])
+        let statuses: [Int?] = [whole.status, other.status, faulted.status, after.status]
+        #expect(statuses == [200, 206, 503, 206],
+                "\(server.requests)")
+    }
+
     @Test("ignoreRange: 200 with the whole body although a range was asked for")
     func ignoreRange() {
         server.inject(.ignoreRange)
