@@ -121,6 +121,34 @@ struct JoinCase: Sendable, CustomTestStringConvertible {
         #expect(plan.hasReachedItsCut(0))
     }
 
+    /// Background work that stood still (held while readers waited elsewhere, say) moves at its
+    /// link's pace once a reader raises it: the next read judges it by that pace, not by the
+    /// crawl of its held time.
+    @Test func raisedBackgroundWorkIsJudgedByItsPaceSinceTheRaise() {
+        var plan = PlanFixture.plan(size: Self.size, policy: PlanFixture.oneReadAheadRequest)
+        _ = plan.background(0..<Self.size)
+        _ = plan.writeAsTheShellDoes(0, 0..<16384, at: .zero)
+        _ = plan.writeAsTheShellDoes(0, 16384..<32768, at: .seconds(2))
+        // Its host is fast (a reader's request moved at 50 MB/s lately): the reader waits.
+        #expect(plan.read(32768..<36864, at: .seconds(2), hostBytesPerSecond: 50_000_000) == ["raise", "wait #0"])
+        _ = plan.writeAsTheShellDoes(0, 32768..<9 * block, at: .milliseconds(2050))
+        // 2.8 MB/s since the raise (0.26 MB/s since its first bytes): block 12 comes within 250 ms.
+        #expect(plan.read(Self.far..<Self.far + 4096, at: .milliseconds(2200), hostBytesPerSecond: 50_000_000) == ["wait #1"])
+        #expect(plan.transfers[0]?.bytes == 0..<Self.size)
+    }
+
+    @Test func raisedBackgroundWorkThatBringsNothingMoreIsCut() {
+        var plan = PlanFixture.plan(size: Self.size, policy: PlanFixture.oneReadAheadRequest)
+        _ = plan.background(0..<Self.size)
+        _ = plan.writeAsTheShellDoes(0, 0..<16384, at: .zero)
+        _ = plan.writeAsTheShellDoes(0, 16384..<9 * block, at: .milliseconds(100))
+        #expect(plan.read(9 * block..<9 * block + 4096, at: .milliseconds(100)) == ["raise", "wait #0"])
+        // Nothing for 200 ms since the raise: the reader of block 12 asks for it itself.
+        #expect(plan.read(Self.far..<Self.far + 4096, at: .milliseconds(300)) == [
+            Self.cutAtFar, "unreserve 262144", "log debug", Self.farBlock, "wait #1",
+        ])
+    }
+
     @Test func readersThatWaitedBeyondACutAskForTheirBytesAgain() {
         var plan = PlanFixture.plan(size: Self.size)
         _ = plan.background(0..<Self.size)

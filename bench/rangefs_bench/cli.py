@@ -148,6 +148,9 @@ def main():
                 ctx.notes.append(f"The Subsonic library could not be made: {error}.")
         ctx.tls.make()
         write_manifests(ctx)
+        # What the set-up wrote (data made "once", manifests) goes to disk now: its writeback would
+        # otherwise run under the first group's first policy alone, a cost the other never meets.
+        os.sync()
         start_servers(ctx)
         log(f"nginx on 127.0.0.1:{PLAIN_PORT} (plain) and :{SLOW_PORT}; "
             f"latency proxy on :{PROXY_PORT} ({args.rtt_ms:g} ms RTT, {rate_text(args.rate)} per connection); "

@@ -82,6 +82,13 @@ extension FilePlan {
             let waitedFor = pieceAligned(bytes)
             for (id, transfer) in transfers where transfer.purpose.mayBeRaised && transfer.bytes.overlaps(waitedFor) {
                 transfers[id]?.purpose = .reader
+                // Background work may have stood still until now (held, quieted): its pace so far
+                // is not the pace it moves at from here, and judged by it the next read would cut
+                // it as late (`firstLateByte`). Its speed is measured afresh from now on; one that
+                // brings nothing from here still shows as late once a sample's time has passed.
+                if transfer.purpose.isBackgroundWork, transfer.rateSample != nil {
+                    transfers[id]?.rateSample = (now, transfer.written)
+                }
                 actions.append(.raise(transfer.control))
             }
             actions.append(.awaitDeadline(waiter: id))
