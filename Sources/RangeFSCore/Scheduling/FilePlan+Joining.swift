@@ -12,13 +12,14 @@ extension FilePlan {
     /// transfer's own measured speed, else at the speed `hostBytesPerSecond` its host moved at
     /// lately. Background work that may be held back (it stands still while readers wait) is
     /// judged by the faster of the two: once a reader waits on it, it is let go and moves at its
-    /// host's pace. (Distance alone says nothing: two blocks are a few milliseconds on loopback
-    /// and seconds where a server limits each connection.) With no speed known at all, a
-    /// transfer started for a reader is waited for: a sequential reader whose kernel reads ahead
-    /// of its own fresh transfer must not fetch those bytes twice. Background work (a large
-    /// chunk, or a file's head not let go yet, maybe on a slow link) is waited for only as far
-    /// as the reader's own first request would bring (`joinDistance`): the rest comes in
-    /// requests of the reader's own at once, not at one connection's pace after it.
+    /// host's pace; raised, it is a reader's, and its own speed counts from the raise, not from
+    /// the time it stood still (`read`). (Distance alone says nothing: two blocks are a few
+    /// milliseconds on loopback and seconds where a server limits each connection.) With no
+    /// speed known at all, a transfer started for a reader is waited for: a sequential reader
+    /// whose kernel reads ahead of its own fresh transfer must not fetch those bytes twice.
+    /// Background work (a large chunk, or a file's head not let go yet, maybe on a slow link) is
+    /// waited for only as far as the reader's own first request would bring (`joinDistance`):
+    /// the rest comes in requests of the reader's own at once, not at one connection's pace.
     /// A reader's own transfer is cut at a block's start only, so that the parts a slow link's
     /// reads go out in are not cut again and again; background work inside a block too.
     func firstLateByte(of region: Range<UInt64>, in transfer: Transfer, now: ContinuousClock.Instant,
