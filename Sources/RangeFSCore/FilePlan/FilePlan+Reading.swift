@@ -81,14 +81,7 @@ extension FilePlan {
             // work waits while a reader does, both) until the read's deadline.
             let waitedFor = pieceAligned(bytes)
             for (id, transfer) in transfers where transfer.purpose.mayBeRaised && transfer.bytes.overlaps(waitedFor) {
-                transfers[id]?.purpose = .reader
-                // Background work may have stood still until now (held, quieted): its pace so far
-                // is not the pace it moves at from here, and judged by it the next read would cut
-                // it as late (`firstLateByte`). Its speed is measured afresh from now on; one that
-                // brings nothing from here still shows as late once a sample's time has passed.
-                if transfer.purpose.isBackgroundWork, transfer.rateSample != nil {
-                    transfers[id]?.rateSample = (now, transfer.written)
-                }
+                transfers[id]?.raise(at: now)
                 actions.append(.raise(transfer.control))
             }
             actions.append(.awaitDeadline(waiter: id))

@@ -162,6 +162,7 @@ struct FilePlan {
         var cut = false
         /// When the first bytes of its current attempt arrived and `written` then: its speed is
         /// measured from there, as that first burst arrives all at once and would overrate it.
+        /// Background work measures afresh from its raise (`raise(at:)`).
         var rateSample: (at: ContinuousClock.Instant, written: UInt64)?
         /// The source its current attempt asks (an index into `sources.all`); nil before it starts.
         var source: Int?
@@ -211,6 +212,16 @@ struct FilePlan {
             let brought = written - (attemptStarted?.written ?? 0)
             guard brought >= Self.leastMeasuredBytes else { return nil }
             return Double(brought) / max(elapsed, Self.shortestMeasure)
+        }
+
+        /// A read waits on it now: it is a reader's. Background work may have stood still until
+        /// now (held, quieted): its pace so far is not the pace it moves at from here, and judged
+        /// by it the next read would cut it as late (`firstLateByte`). Its speed is measured
+        /// afresh from `now`; one that brings nothing from here still shows as late once a
+        /// sample's time has passed.
+        mutating func raise(at now: ContinuousClock.Instant) {
+            if purpose.isBackgroundWork, rateSample != nil { rateSample = (now, written) }
+            purpose = .reader
         }
 
         /// How long its speed is measured over at `now`: from its current attempt's first burst.

@@ -13,8 +13,8 @@ extension FilePlan {
     /// lately. Background work that may be held back (it stands still while readers wait) is
     /// judged by the faster of the two: once a reader waits on it, it is let go and moves at its
     /// host's pace; raised, it is a reader's, and its own speed counts from the raise, not from
-    /// the time it stood still (`read`). (Distance alone says nothing: two blocks are a few
-    /// milliseconds on loopback and seconds where a server limits each connection.) With no
+    /// the time it stood still (`Transfer.raise`). (Distance alone says nothing: two blocks are
+    /// a few milliseconds on loopback and seconds where a server limits each connection.) With no
     /// speed known at all, a transfer started for a reader is waited for: a sequential reader
     /// whose kernel reads ahead of its own fresh transfer must not fetch those bytes twice.
     /// Background work (a large chunk, or a file's head not let go yet, maybe on a slow link) is
