@@ -168,6 +168,28 @@ struct FileSourcesTests {
         return plan
     }
 
+    @Test func aShortReplysSpeedIsAFloorBesideASourceMeasuredRunning() {
+        var sources = Self.probedSources()
+        let now = Fixture.start
+        sources.measured(1, bytesPerSecond: 900_000, at: now, fromShortReply: true)
+        sources.measured(2, bytesPerSecond: 2_000_000, at: now, fromShortReply: true)
+        #expect(sources.expectedSpeeds(now: now, memory: .seconds(30)) == [2_000_000, 900_000, 2_000_000],
+                "short replies alone rank the sources")
+        sources.measured(0, bytesPerSecond: 20_000_000, at: now)
+        #expect(sources.expectedSpeeds(now: now, memory: .seconds(30)) == [20_000_000, 20_000_000, 20_000_000],
+                "beside a source measured running, a short reply's speed is only a floor")
+        #expect(sources.best(now: now, running: [3, 0, 0]) == 1, "so the one a short reply found slow gets work again")
+        sources.measured(2, bytesPerSecond: 30_000_000, at: now, fromShortReply: true)
+        #expect(sources.expectedSpeeds(now: now, memory: .seconds(30))[2] == 30_000_000, "a floor above it counts")
+        sources.measured(1, bytesPerSecond: 15_000_000, at: now)
+        sources.measured(1, bytesPerSecond: 500_000, at: now + .seconds(1), fromShortReply: true)
+        #expect(sources.all[1].bytesPerSecond == 15_000_000, "a short reply does not replace a speed measured running")
+        let later = now + .seconds(40)
+        sources.measured(1, bytesPerSecond: 500_000, at: later, fromShortReply: true)
+        #expect(sources.expectedSpeeds(now: later, memory: .seconds(30)) == [500_000, 500_000, 500_000],
+                "once that speed is forgotten, a short reply's counts again")
+    }
+
     static func requested(_ plan: inout FilePlan, _ id: Int, at elapsed: Duration = .zero) -> URL? {
         guard case .request(let source) = plan.beginAttempt(id, now: Fixture.start + elapsed) else { return nil }
         return source.requestURL(origin: Fixture.origin)
@@ -197,6 +219,18 @@ struct FileSourcesTests {
         _ = plan.write(0, 4096..<104_096, at: .seconds(1))
         _ = plan.takeReservation(of: 0, for: 104_096)
         #expect(plan.nextBackgroundPiece(maxBytes: 1 << 20) == nil, "every missing byte is on its way")
+    }
+
+    @Test func aMirrorIsMeasuredByATransferOnlyOnceItRanASamplesTime() throws {
+        var plan = Self.largePlanWithMirrors([5_000_000, 10_000_000])
+        #expect(plan.background(0..<(16 * Fixture.block)) == ["fetch #0 0..<1048576 background"])
+        #expect(Self.requested(&plan, 0) == Fixture.origin)
+        _ = plan.write(0, 0..<4096)
+        _ = plan.write(0, 4096..<304_096, at: .milliseconds(2))
+        #expect(plan.sources.all[0].bytesPerSecond == nil, "300 KB that came at once (buffered while held) are not its pace")
+        _ = plan.write(0, 304_096..<504_096, at: .milliseconds(102))
+        let speed = try #require(plan.sources.all[0].bytesPerSecond)
+        #expect(abs(speed / (500_000 / 0.102) - 1) < 0.001, "500 KB over the sample's 102 ms")
     }
 
     @Test func aSlowSourcesTailGoesToAFasterOneOnceEveryMissingByteIsOnItsWay() {

@@ -205,12 +205,14 @@ extension FilePlan {
     /// Transfer `id` ended well: its source is ok, and, for a file with mirrors, measured from
     /// the whole attempt when the transfer was too quick to be measured as it ran (a fast
     /// mirror must not count as unknown, which `best` takes for as fast as the fastest measured).
+    /// Such a short reply's speed is only a floor beside a speed measured running (`FileSources.expectedSpeeds`).
     mutating func sourceSucceeded(_ transfer: Transfer, now: ContinuousClock.Instant) {
         guard let index = transfer.source else { return }
         sources.succeeded(index)
-        guard !sources.isSingle, transfer.bytesPerSecond(at: now, policy: policy) == nil,
+        guard !sources.isSingle, runningPace(of: transfer, at: now) == nil,
               let started = transfer.attemptStarted, now > started.at, transfer.written > started.written else { return }
-        sources.measured(index, bytesPerSecond: Double(transfer.written - started.written) / (now - started.at).timeInterval, at: now)
+        sources.measured(index, bytesPerSecond: Double(transfer.written - started.written) / (now - started.at).timeInterval, at: now,
+                         fromShortReply: true, memory: policy.sourceSpeedMemory)
     }
 
     /// No source serves the file any more: every transfer ends and every waiting reader fails,
@@ -234,13 +236,22 @@ extension FilePlan {
 
     /// Bytes of transfer `id` came from its source: the pieces they fall in are that source's
     /// until checked; for a file with mirrors its speed is measured, and the bytes stay the
-    /// source's until their blocks are durable.
+    /// source's until their blocks are durable. Measured once the transfer's sample has run
+    /// `rateSample` (`runningPace`), not at its first `rateSampleBytes`: after a hold or a
+    /// raise, bytes that waited in the socket's and a proxy's buffers come at once, and their
+    /// pace (gigabytes a second, seen on a 20 MiB/s link) would send a mirror every request.
     mutating func sourceWrote(_ bytes: Range<UInt64>, by id: Int, now: ContinuousClock.Instant) {
         guard let transfer = transfers[id], let index = transfer.source else { return }
         for piece in pieceIndices(covering: bytes) { pieceWriters[piece, default: []].insert(index) }
         guard !sources.isSingle else { return }
         sources.wrote(bytes, from: index)
-        if let speed = transfer.bytesPerSecond(at: now, policy: policy) { sources.measured(index, bytesPerSecond: speed, at: now) }
+        if let speed = runningPace(of: transfer, at: now) { sources.measured(index, bytesPerSecond: speed, at: now) }
+    }
+
+    /// A transfer's pace as its source's speed is measured while it runs (`sourceWrote`).
+    private func runningPace(of transfer: Transfer, at now: ContinuousClock.Instant) -> Double? {
+        guard transfer.measuredSpan(at: now) >= policy.rateSample else { return nil }
+        return transfer.bytesPerSecond(at: now, policy: policy)
     }
 
     // MARK: Helpers

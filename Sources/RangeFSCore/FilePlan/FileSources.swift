@@ -27,6 +27,8 @@ struct FileSources {
         /// Its latest measured speed per request, and when it was measured; nil before.
         var bytesPerSecond: Double?
         var measuredAt: ContinuousClock.Instant?
+        /// That speed came from a reply too short to be measured as it ran (`measured`).
+        var measuredFromShortReply = false
         /// The last error it met, for messages.
         var lastError: String?
         /// Bytes it wrote whose blocks are not durable yet: forgotten if its copy turns out to differ.
@@ -121,16 +123,21 @@ struct FileSources {
 
     /// Each source's speed per request as `best` counts it: measured within `memory`, else
     /// that of the fastest measured (every source gets tried), else 1 (load alone decides).
+    /// A short reply's speed (`measured`) is only a floor beside a source measured as its
+    /// transfer ran: such a reply comes slower than a long transfer runs (a new connection's
+    /// slow start and handshake, a wait behind the host's connection cap), and a source it
+    /// ranked below the one measured running would get no request to be measured again.
     func expectedSpeeds(now: ContinuousClock.Instant, memory: Duration) -> [Double] {
-        let measured = all.indices.map { speed(of: $0, now: now, memory: memory) }
+        let fresh = all.indices.map { index -> (rate: Double, fromShortReply: Bool)? in
+            guard let rate = all[index].bytesPerSecond, let at = all[index].measuredAt, now - at <= memory else { return nil }
+            return (rate, all[index].measuredFromShortReply)
+        }
+        let fastestRunning = fresh.compactMap { $0?.fromShortReply == false ? $0?.rate : nil }.max()
+        let measured = fresh.map { measure in
+            measure.map { $0.fromShortReply ? max($0.rate, fastestRunning ?? 0) : $0.rate }
+        }
         let assumed = measured.compactMap { $0 }.max() ?? 1
         return measured.map { $0 ?? assumed }
-    }
-
-    /// Source `index`'s speed per request, when measured within `memory` before `now`.
-    func speed(of index: Int, now: ContinuousClock.Instant, memory: Duration) -> Double? {
-        guard let rate = all[index].bytesPerSecond, let at = all[index].measuredAt, now - at <= memory else { return nil }
-        return rate
     }
 
     /// When the first source backing off may be asked again; nil when none is backing off
@@ -210,9 +217,15 @@ struct FileSources {
         all[index].probing = true
     }
 
-    mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant) {
+    /// Source `index` brought bytes at `bytesPerSecond`: measured as a transfer ran, or
+    /// `fromShortReply`, a reply too quick for that, over its whole attempt. A short reply's
+    /// speed does not replace one measured running within `memory`: it says less.
+    mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant,
+                           fromShortReply: Bool = false, memory: Duration = FetchPolicy().sourceSpeedMemory) {
+        if fromShortReply, !all[index].measuredFromShortReply, let at = all[index].measuredAt, now - at <= memory { return }
         all[index].bytesPerSecond = bytesPerSecond
         all[index].measuredAt = now
+        all[index].measuredFromShortReply = fromShortReply
     }
 
     /// A refreshed manifest lists `mirrors` after the file's URL. Sources it still lists keep
