@@ -50,9 +50,17 @@ def disk_output(ctx, name):
     return folder / f"baseline-{name}.out"
 
 
+def quiet_disk():
+    """Writes back what earlier repeats left dirty, untimed: a timed read that stores what it reads
+    then starts on a quiet disk, the baseline's as every system's (a repeat that began during the
+    writeback of the one before measured the disk's backlog, not the reader)."""
+    os.sync()
+
+
 def curl_to_disk_seconds(ctx, link, rel, name="curl", timeout=600):
     out = disk_output(ctx, name)
     try:
+        quiet_disk()
         return curl_seconds(ctx, link, rel, timeout, out)
     finally:
         out.unlink(missing_ok=True)

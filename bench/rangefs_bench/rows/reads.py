@@ -15,8 +15,8 @@ from ..servers import LogMark
 from ..results import Row, measure_cell, measure_cells
 from ..tls import base_link
 from ..primitives import (
-    curl_seconds, curl_to_disk_seconds, curl_verify, disk_output, original_bytes, rangefs_complete_data_file, read_all,
-    systems, timed_pread, verify
+    curl_seconds, curl_to_disk_seconds, curl_verify, disk_output, original_bytes, quiet_disk, rangefs_complete_data_file,
+    read_all, systems, timed_pread, verify
 )
 
 
@@ -38,6 +38,7 @@ def row_cold_sequential(ctx, link):
         def measure():
             times = []
             for _ in range(n):
+                quiet_disk()  # before the mount: no background work starts meanwhile
                 with mounted(ctx, name, link) as m:
                     times.append(read_all(m.path(rel), ctx.size(rel)))
                     verify(ctx, m.path(rel), rel)
@@ -205,6 +206,7 @@ def row_parallel(ctx, link):
         times = []
         try:
             for _ in range(n):
+                quiet_disk()
                 times.append(together(curls(lambda i: outputs[i])))
                 for output in outputs:
                     output.unlink(missing_ok=True)
@@ -218,6 +220,7 @@ def row_parallel(ctx, link):
         def measure():
             times = []
             for _ in range(n):
+                quiet_disk()
                 with mounted(ctx, name, link) as m:
                     times.append(together([["dd", f"if={m.path(r)}", "of=/dev/null", "bs=1M"] for r in rels]))
                     for r in rels:
