@@ -13,7 +13,8 @@ import Logging
 //   sequential reader. A running transfer that would bring a reader's bytes late is cut where
 //   they begin (`Scheduling/FilePlan+Joining`).
 // - Sources (`FileSources`, `+Sources`): the file's URL and mirrors, each with its health and its
-//   speed; each attempt goes to the usable source that would serve it soonest, a slow mirror's
+//   speed (measured over a sample's time as a transfer runs; a short reply's is only a floor
+//   beside that); each attempt goes to the usable source that would serve it soonest, a slow mirror's
 //   tail is handed to a faster one, and with piece hashes a piece comes from one source, so a
 //   bad piece names it (`+Pieces`: a piece's bytes are shown only once its sha-256 matched).
 // - Background (`+Background`, `+Heads`): which bytes background work takes next, what it leaves
