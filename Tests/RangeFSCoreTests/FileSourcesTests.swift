@@ -171,21 +171,21 @@ struct FileSourcesTests {
     @Test func aShortReplysSpeedIsAFloorBesideASourceMeasuredRunning() {
         var sources = Self.probedSources()
         let now = Fixture.start
-        sources.measured(1, bytesPerSecond: 900_000, at: now, fromShortReply: true)
-        sources.measured(2, bytesPerSecond: 2_000_000, at: now, fromShortReply: true)
+        sources.measuredShortReply(1, bytesPerSecond: 900_000, at: now, memory: .seconds(30))
+        sources.measuredShortReply(2, bytesPerSecond: 2_000_000, at: now, memory: .seconds(30))
         #expect(sources.expectedSpeeds(now: now, memory: .seconds(30)) == [2_000_000, 900_000, 2_000_000],
                 "short replies alone rank the sources")
         sources.measured(0, bytesPerSecond: 20_000_000, at: now)
         #expect(sources.expectedSpeeds(now: now, memory: .seconds(30)) == [20_000_000, 20_000_000, 20_000_000],
                 "beside a source measured running, a short reply's speed is only a floor")
         #expect(sources.best(now: now, running: [3, 0, 0]) == 1, "so the one a short reply found slow gets work again")
-        sources.measured(2, bytesPerSecond: 30_000_000, at: now, fromShortReply: true)
+        sources.measuredShortReply(2, bytesPerSecond: 30_000_000, at: now, memory: .seconds(30))
         #expect(sources.expectedSpeeds(now: now, memory: .seconds(30))[2] == 30_000_000, "a floor above it counts")
         sources.measured(1, bytesPerSecond: 15_000_000, at: now)
-        sources.measured(1, bytesPerSecond: 500_000, at: now + .seconds(1), fromShortReply: true)
+        sources.measuredShortReply(1, bytesPerSecond: 500_000, at: now + .seconds(1), memory: .seconds(30))
         #expect(sources.all[1].bytesPerSecond == 15_000_000, "a short reply does not replace a speed measured running")
         let later = now + .seconds(40)
-        sources.measured(1, bytesPerSecond: 500_000, at: later, fromShortReply: true)
+        sources.measuredShortReply(1, bytesPerSecond: 500_000, at: later, memory: .seconds(30))
         #expect(sources.expectedSpeeds(now: later, memory: .seconds(30)) == [500_000, 500_000, 500_000],
                 "once that speed is forgotten, a short reply's counts again")
     }

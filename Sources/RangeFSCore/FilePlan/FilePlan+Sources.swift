@@ -205,14 +205,15 @@ extension FilePlan {
     /// Transfer `id` ended well: its source is ok, and, for a file with mirrors, measured from
     /// the whole attempt when the transfer was too quick to be measured as it ran (a fast
     /// mirror must not count as unknown, which `best` takes for as fast as the fastest measured).
-    /// Such a short reply's speed is only a floor beside a speed measured running (`FileSources.expectedSpeeds`).
+    /// Such a short reply's speed is only a floor beside a speed measured running
+    /// (`FileSources.expectedSpeeds`).
     mutating func sourceSucceeded(_ transfer: Transfer, now: ContinuousClock.Instant) {
         guard let index = transfer.source else { return }
         sources.succeeded(index)
         guard !sources.isSingle, runningPace(of: transfer, at: now) == nil,
               let started = transfer.attemptStarted, now > started.at, transfer.written > started.written else { return }
-        sources.measured(index, bytesPerSecond: Double(transfer.written - started.written) / (now - started.at).timeInterval, at: now,
-                         fromShortReply: true, memory: policy.sourceSpeedMemory)
+        sources.measuredShortReply(index, bytesPerSecond: Double(transfer.written - started.written) / (now - started.at).timeInterval,
+                                   at: now, memory: policy.sourceSpeedMemory)
     }
 
     /// No source serves the file any more: every transfer ends and every waiting reader fails,

@@ -27,7 +27,7 @@ struct FileSources {
         /// Its latest measured speed per request, and when it was measured; nil before.
         var bytesPerSecond: Double?
         var measuredAt: ContinuousClock.Instant?
-        /// That speed came from a reply too short to be measured as it ran (`measured`).
+        /// That speed came from a reply too short to be measured as it ran (`measuredShortReply`).
         var measuredFromShortReply = false
         /// The last error it met, for messages.
         var lastError: String?
@@ -123,7 +123,7 @@ struct FileSources {
 
     /// Each source's speed per request as `best` counts it: measured within `memory`, else
     /// that of the fastest measured (every source gets tried), else 1 (load alone decides).
-    /// A short reply's speed (`measured`) is only a floor beside a source measured as its
+    /// A short reply's speed (`measuredShortReply`) is only a floor beside a source measured as its
     /// transfer ran: such a reply comes slower than a long transfer runs (a new connection's
     /// slow start and handshake, a wait behind the host's connection cap), and a source it
     /// ranked below the one measured running would get no request to be measured again.
@@ -217,12 +217,21 @@ struct FileSources {
         all[index].probing = true
     }
 
-    /// Source `index` brought bytes at `bytesPerSecond`: measured as a transfer ran, or
-    /// `fromShortReply`, a reply too quick for that, over its whole attempt. A short reply's
-    /// speed does not replace one measured running within `memory`: it says less.
-    mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant,
-                           fromShortReply: Bool = false, memory: Duration = FetchPolicy().sourceSpeedMemory) {
-        if fromShortReply, !all[index].measuredFromShortReply, let at = all[index].measuredAt, now - at <= memory { return }
+    /// Source `index` brought bytes at `bytesPerSecond`, measured as a transfer ran.
+    mutating func measured(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant) {
+        record(index, bytesPerSecond: bytesPerSecond, at: now, fromShortReply: false)
+    }
+
+    /// Source `index` brought a reply too quick to be measured as it ran, at `bytesPerSecond`
+    /// over its whole attempt. It does not replace a speed measured running within `memory`:
+    /// it says less.
+    mutating func measuredShortReply(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant,
+                                     memory: Duration) {
+        if !all[index].measuredFromShortReply, let at = all[index].measuredAt, now - at <= memory { return }
+        record(index, bytesPerSecond: bytesPerSecond, at: now, fromShortReply: true)
+    }
+
+    private mutating func record(_ index: Int, bytesPerSecond: Double, at now: ContinuousClock.Instant, fromShortReply: Bool) {
         all[index].bytesPerSecond = bytesPerSecond
         all[index].measuredAt = now
         all[index].measuredFromShortReply = fromShortReply
