@@ -10,7 +10,7 @@ import sys
 import time
 import traceback
 
-from .config import BENCH, DATA, DOCS, PLAIN_PORT, PROXY_PORT, SLOW_PORT
+from .config import BENCH, DATA, DOCS, PLAIN_PORT, PROXY_PORT, SLOW_PORT, project_relative
 from .process import BenchError, Interrupted, log
 from .context import Context, clear_stale_mounts
 from .data import ensure_library, ensure_sonic_library, ensure_stream_file, ensure_web_tree, generate_data, write_manifests
@@ -221,7 +221,7 @@ def main():
     (DATA / "results.json").write_text(figures)
     if not args.no_docs:
         DOCS.mkdir(exist_ok=True)
-        PAGE_FIGURES.write_text(figures)
+        PAGE_FIGURES.write_text(project_relative(figures))
         write_markdown(ctx, rows, info, parts)
         write_chart(rows, DOCS / "benchmarks.png")
         log("wrote docs/benchmarks.md and docs/benchmarks.png")

@@ -12,6 +12,13 @@ MiB = 1 << 20
 DATA_VERSION = "v1"
 
 PLAIN_PORT, SLOW_PORT, PROXY_PORT = 18480, 18481, 18482
+
+
+def project_relative(text):
+    """The text with paths inside the project named from its root: the page and its figures are
+    published, so they never carry the machine's own paths (the binary's, the work directory's, a
+    failed command's)."""
+    return text.replace(f"{ROOT}/", "")
 # The streaming link: nginx limited to about 4x the stream's bitrate, behind its own latency proxy.
 STREAM_PORT, STREAM_PROXY_PORT = 18483, 18484
 SYSTEMS = ("rangefs", "rclone", "httpdirfs")

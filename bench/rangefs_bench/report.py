@@ -6,7 +6,7 @@ import time
 
 from .config import (
     BUCKET, BUCKET_BIG_SIZE, BUCKET_WIDE, DOCS, MiB, PLAIN_PORT, PROXY_PORT, ROOT, S3_PORT, SLOW_PORT,
-    STREAM_PORT, STREAM_PROXY_PORT, TLS_PORT_OFFSET, WEB_WIDE
+    STREAM_PORT, STREAM_PROXY_PORT, TLS_PORT_OFFSET, WEB_WIDE, project_relative
 )
 from .process import BenchError, run
 from .servers import rate_text
@@ -299,7 +299,7 @@ def write_markdown(ctx, rows, info, parts):
             "Raw figures: `docs/benchmarks.json` (what `--merge` puts a run's rows into).", ""]
     page = DOCS / "benchmarks.md"
     out += [KEPT_MARKER, kept_sections(page)]
-    page.write_text("\n".join(out))
+    page.write_text(project_relative("\n".join(out)))
 
 
 # What follows this line on the page is written by hand (targeted runs and what they showed) and
