@@ -3,7 +3,8 @@
 # libfuse3, libcurl and libssh2 headers, SQLite, nginx (the test and demo server), ffmpeg
 # (makes and probes test audio), curl, attr (getfattr), mpg123, OpenSSH's server and
 # ssh-keygen (the SFTP server the tests mount); Apache 2, lighttpd
-# and Python 3 (whose directory listings the tests read); and for building
+# and Python 3 (whose directory listings the tests read); Go (builds the conformance
+# test's checker, Go's testing/fstest over a mount); and for building
 # and testing the Debian package: dpkg-dev (dpkg-shlibdeps), binutils (strip),
 # lintian and debootstrap. Then, with pip, for the python3 on PATH: boto3 (botocore
 # is the reference the request signer is tested against), moto's S3 server, and WsgiDAV
@@ -20,6 +21,7 @@ packages=(
     pkg-config
     nginx-light
     apache2 lighttpd python3 python3-pip
+    golang-go
     ffmpeg
     curl
     attr

@@ -7,9 +7,28 @@ public final class DataFile: Sendable {
     public let path: String
 
     /// Opens (creating, mode 0600) the file and gives it the remote size without allocating it.
-    public init(path: String, size: UInt64) throws {
+    public convenience init(path: String, size: UInt64) throws {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw CacheError.opening(path) }
+        try self.init(sizing: fd, path: path, size: size)
+    }
+
+    /// Opens a file that must already be there, at its size (it holds cached bytes); nil when
+    /// it is gone or has another size: then what it held cannot be trusted.
+    public convenience init?(existingAt path: String, size: UInt64) throws {
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0, errno == ENOENT { return nil }
+        guard fd >= 0 else { throw CacheError.opening(path) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, UInt64(info.st_size) == size else {
+            close(fd)
+            return nil
+        }
+        self.init(descriptor: fd, path: path)
+    }
+
+    /// Takes `fd` and gives its file the remote size; closes it on failure.
+    private init(sizing fd: Int32, path: String, size: UInt64) throws {
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             close(fd)

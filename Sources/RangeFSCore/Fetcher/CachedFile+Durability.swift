@@ -80,12 +80,16 @@ extension CachedFile {
         perform(actions, file: nil)
     }
 
-    /// Moves the finished data file to its final name (the open descriptor follows it).
+    /// Moves the finished data file to its final name (open descriptors follow it). The rename
+    /// runs under the file's lock: `openDataFile` picks a name and opens it under the same lock,
+    /// so it never opens the partial name just after it went away (which would create a new,
+    /// empty file and answer readers with zeros).
     private func promote() throws {
         let directory = environment.directory
         let partial = directory.dataPath(name: dataName, complete: false)
         let final = directory.dataPath(name: dataName, complete: true)
-        guard rename(partial, final) == 0 || errno == ENOENT else {
+        let renamed = state.withLock { _ in rename(partial, final) == 0 || errno == ENOENT }
+        guard renamed else {
             throw CacheError.system("cannot promote \(partial)")
         }
         let folder = open(directory.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
@@ -136,6 +140,9 @@ extension CachedFile {
         }
     }
 
+    /// The data file, opened if need be. A file whose plan holds written bytes is only ever
+    /// opened, never created: a new file would be all holes, and its readers would get zeros
+    /// where the plan says the bytes are. If it is gone, its blocks are forgotten instead.
     func openDataFile(_ state: inout State) throws -> DataFile {
         if let file = state.dataFile { return file }
         let directory = environment.directory
@@ -143,12 +150,15 @@ extension CachedFile {
         let final = directory.dataPath(name: dataName, complete: true)
         // A crash between promotion and its commit leaves the final name with a partial state.
         let path = state.plan.complete || (access(partial, F_OK) != 0 && access(final, F_OK) == 0) ? final : partial
-        let existed = access(path, F_OK) == 0
-        if !existed, state.plan.durable.presentCount > 0 {
+        guard state.plan.holdsWrittenBytes else {
+            let file = try DataFile(path: path, size: layout.fileSize)
+            state.dataFile = file
+            return file
+        }
+        guard let file = try DataFile(existingAt: path, size: layout.fileSize) else {
             forgetLostData(of: &state.plan)
             return try openDataFile(&state)
         }
-        let file = try DataFile(path: path, size: layout.fileSize)
         state.dataFile = file
         return file
     }

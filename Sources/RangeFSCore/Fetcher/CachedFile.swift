@@ -56,7 +56,8 @@ public final class CachedFile: Sendable {
     /// (`forgetLostData`), `HostRates` (a reader's look-up) and `TransferControl` (a transfer's
     /// purpose as its request goes out). Taken under `KernelReadPaths.modes` (`openCompleteData`). The plan's actions (replies,
     /// requests, events) run after it is released. Eviction of an idle file unlinks its data under it, so that no read reopens
-    /// the old file in between; an idle file has no reader to wait.
+    /// the old file in between; an idle file has no reader to wait. Promotion renames the data
+    /// file under it, so that no read opens the partial name as it goes away.
     let state: Mutex<State>
 
     struct State {
@@ -146,6 +147,12 @@ public final class CachedFile: Sendable {
             let descriptor = open(environment.directory.dataPath(name: dataName, complete: true), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             return descriptor >= 0 ? descriptor : nil
         }
+    }
+
+    /// True once this version is discarded (the server's file changed, or it failed its
+    /// sha256): it serves nothing more, and the catalog has a newer one or will load it.
+    public var isInvalidated: Bool {
+        state.withLock { $0.plan.invalidated != nil }
     }
 
     /// True once the finished file failed its sha256 check: it stays failed, and fetches

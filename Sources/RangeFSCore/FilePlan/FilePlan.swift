@@ -335,6 +335,12 @@ struct FilePlan {
         return true
     }
 
+    /// True when some byte is marked as in the data file (written, durable or part of a block):
+    /// that file must exist, and is never made anew.
+    var holdsWrittenBytes: Bool {
+        available.presentCount > 0 || durable.presentCount > 0 || !partial.isEmpty
+    }
+
     /// True when a transfer brings some of the block's bytes.
     func isRequested(_ block: Int) -> Bool {
         transfers.values.contains { $0.blocks.contains(block) }

@@ -174,6 +174,10 @@ public final class MountedFilesystem: Sendable {
         guard let index = tree.catalogIndex(of: node) else {
             return completion(.success(.directory(node.inode, ownership: ownership, mountTime: mountTime)))
         }
+        if let held = versionHeldOpen(on: node.inode) {
+            return completion(.success(.file(node.inode, size: held.layout.fileSize, modified: catalog.modified(ofEntry: index, file: held),
+                                             ownership: ownership, mountTime: mountTime)))
+        }
         if let stated = catalog.statedAttributes(ofEntry: index) {
             return completion(.success(.file(node.inode, size: stated.size, modified: stated.modified,
                                              ownership: ownership, mountTime: mountTime)))
@@ -268,9 +272,22 @@ public final class MountedFilesystem: Sendable {
     @discardableResult
     public func closeHandle(_ handle: UInt64) -> Result<Void, FilesystemError> {
         guard let open = handles.withLock({ $0.remove(handle) }) else { return .failure(FilesystemError(.unknownHandle)) }
+        // The kernel may have been kept at a discarded version's size for this handle's sake.
+        if open.file.file.isInvalidated { forgetAttributes(of: open.inode) }
         open.file.close()
         readPaths.handleClosed(inode: open.inode, mode: open.mode, kernel: attachedKernel)
         return .success(())
+    }
+
+    /// The discarded version every handle open on `inode` reads, if they all read one. The
+    /// kernel keeps one size per inode and ends a read at it without asking here: told the new,
+    /// shorter version's size, it would answer those handles' reads past it with a silent end of
+    /// file. Kept at their version's size, their reads come here and get its bytes or EIO. Once
+    /// a handle reads the new version, or they are closed (`closeHandle`), the new size is told.
+    private func versionHeldOpen(on inode: InodeNumber) -> CachedFile? {
+        let open = handles.withLock { $0.filter { $0.inode == inode } }.map(\.file.file)
+        guard let held = open.first, open.allSatisfy({ $0 === held }), held.isInvalidated else { return nil }
+        return held
     }
 
     /// How many handles are open now.

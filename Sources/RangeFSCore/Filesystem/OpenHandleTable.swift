@@ -17,6 +17,11 @@ struct OpenHandleTable<Handle> {
         handles[number]
     }
 
+    /// The handles `isWanted` picks, in no order.
+    func filter(_ isWanted: (Handle) -> Bool) -> [Handle] {
+        handles.values.filter(isWanted)
+    }
+
     /// Takes the handle out; nil when the number is unknown or released already.
     mutating func remove(_ number: UInt64) -> Handle? {
         handles.removeValue(forKey: number)

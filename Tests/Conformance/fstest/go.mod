@@ -1,0 +1,3 @@
+module rangefs-conformance
+
+go 1.19

@@ -1,0 +1,3 @@
+module rangefs-stress
+
+go 1.19
