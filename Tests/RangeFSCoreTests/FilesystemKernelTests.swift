@@ -101,6 +101,33 @@ struct FilesystemKernelTests {
         #expect(try fs.lookup("a.bin").value?.size == UInt64(Self.bytes.count + 3), "the new size after the change")
     }
 
+    /// The kernel keeps one size per inode and ends reads there by itself: while the handles
+    /// open on a file all read a version the server has since cut short, that version's size is
+    /// what it is told, so their reads come here (and fail) rather than end early; the last close
+    /// makes it forget, and the new size is told from then on.
+    @Test func handlesOfAShrunkVersionKeepItsSizeUntilTheLastCloses() throws {
+        let fs = try FilesystemHarness(files: ["s.bin": Self.bytes], paths: [("s.bin", "s.bin")])
+        let kernel = RecordingKernel()
+        fs.filesystem.attach(kernel)
+        let inode = fs.inode("s.bin")
+        let opened = try #require(try fs.open(inode).value)
+        #expect(try fs.read(opened.handle, offset: 0, size: 4096).value == Array(Self.bytes[0..<4096]))
+        let shorter = Array(Self.bytes[0..<1000].reversed())
+        fs.server.publish("s.bin", bytes: shorter)
+        let (_, problems) = fs.catalog.verify(timeout: .seconds(30))
+        #expect(problems.count == 1 && problems.allSatisfy { $0.contains("changed") }, "\(problems)")
+        #expect(FilesystemHarness.eventually { kernel.recorded.inodes.contains(inode) }, "the change makes the kernel forget")
+        #expect(try fs.attributes(inode).value?.size == UInt64(Self.bytes.count), "the size the open handle reads")
+        #expect(try fs.read(opened.handle, offset: Int64(Self.bytes.count - 4096), size: 4096).value == nil,
+                "a read of the old version past the new end fails")
+
+        let forgottenBefore = kernel.recorded.inodes.filter { $0 == inode }.count
+        fs.filesystem.closeHandle(opened.handle)
+        #expect(FilesystemHarness.eventually { kernel.recorded.inodes.filter { $0 == inode }.count > forgottenBefore },
+                "the last close makes the kernel forget again")
+        #expect(try fs.attributes(inode).value?.size == UInt64(shorter.count), "the new size once nothing reads the old")
+    }
+
     @Test func completeFilesArePassedThroughOnOneBackingFileReleasedWithTheLastHandle() throws {
         let fs = try FilesystemHarness(files: ["one.bin": Self.bytes], paths: [("one.bin", "one.bin")])
         let kernel = RecordingKernel()
