@@ -199,12 +199,22 @@ extension RangeFSIntegrationTests {
             (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .newlines)
         }
         let processName = name("/proc/\(daemon)/comm")
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/task")) ?? []
-        let threadNames = Set(tasks.compactMap { name("/proc/\(daemon)/task/\($0)/comm") })
+        func threadNames() -> Set<String> {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/task")) ?? []
+            return Set(tasks.compactMap { name("/proc/\(daemon)/task/\($0)/comm") })
+        }
+        // Each loop thread names itself once it runs, which on a busy machine may be after the mount returned.
+        let expected: Set = ["rangefs-http", "rangefs-streams", "rangefs-control"]
+        var seen = Set<String>()
+        _ = Poll.until(seconds: 30) {
+            seen = threadNames()
+            return expected.isSubset(of: seen)
+        }
         try setup.umountAndExpectExit(daemon)
 
         #expect(processName == "rangefs", "the background mount is not /proc/self/exe's \"exe\" to pgrep and top")
-        for thread in ["rangefs-http", "rangefs-streams", "rangefs-control"] {
+        let threadNames = seen
+        for thread in expected.sorted() {
             #expect(threadNames.contains(thread), "a thread named \(thread) among \(threadNames.sorted())")
         }
     }
