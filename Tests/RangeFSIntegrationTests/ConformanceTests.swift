@@ -13,7 +13,7 @@ extension RangeFSIntegrationTests {
     static let conformanceRunsPerMode = 8
     /// Mounts checked at the same time, each by its own checker: a run is mostly the checker's
     /// own CPU (TestFS reads each file over twice in steps of 1 to 3 bytes), so two at once
-    /// use both cores of a small machine; the load is welcome, it brings races out.
+    /// use both cores of a small machine.
     static let conformanceMountsAtOnce = 2
 
     @Test("conformance: Go's fstest.TestFS and a byte comparison with the originals pass over fresh mounts of a web directory, run after run",
@@ -83,50 +83,14 @@ enum ConformanceTree {
     }
 }
 
-/// The Go program of `Tests/Conformance/fstest`, built once per test process into the scratch
-/// directory. Go's caches and home go there too, so the build needs no home directory and
-/// nothing from the network.
+/// The Go program of `Tests/Conformance/fstest`, built once per test process.
 enum ConformanceChecker {
     static var path: String {
         get throws { try built.get() }
     }
 
-    private static let built: Result<String, Error> = Result { try build() }
-
-    static var source: URL {
-        RangeFSBinary.packageRoot.appendingPathComponent("Tests/Conformance/fstest")
-    }
-
-    /// `go` on PATH, else where Debian's golang-go and the upstream archive put it.
-    static func goBinary() -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let directories = path.split(separator: ":").map(String.init) + ["/usr/lib/go/bin", "/usr/local/go/bin"]
-        return directories.map { ($0 as NSString).appendingPathComponent("go") }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    private static func build() throws -> String {
-        guard let go = goBinary() else {
-            throw HarnessError("""
-                Go is not installed (no `go` on PATH): the conformance test builds its checker \
-                (Tests/Conformance/fstest) with it. Run scripts/install-deps.sh, which installs golang-go.
-                """)
-        }
-        let dir = try Scratch.makeDir("conformance-go")
-        let output = dir.appendingPathComponent("rangefs-conformance").path
-        var environment: [String] = []
-        for (variable, name) in [("GOCACHE", "cache"), ("GOPATH", "path"), ("HOME", "home")] {
-            let sub = dir.appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
-            environment.append("\(variable)=\(sub.path)")
-        }
-        // The standard library alone: no proxy, no toolchain download, no C compiler.
-        environment += ["GOPROXY=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOFLAGS="]
-        let result = Command.run(["env", "-C", source.path] + environment + [go, "build", "-o", output, "."], timeout: 300)
-        guard result.succeeded, FileManager.default.isExecutableFile(atPath: output) else {
-            throw HarnessError("building the conformance checker failed:\n\(result)")
-        }
-        return output
+    private static let built: Result<String, Error> = Result {
+        try GoProgram.build("Tests/Conformance/fstest", named: "rangefs-conformance")
     }
 
     /// The checker's whole output (its failure can run long), with how it ended.

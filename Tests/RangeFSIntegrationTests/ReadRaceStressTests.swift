@@ -96,19 +96,8 @@ enum ReadRaceStress {
         return Tree(dir: dir, sha256: try RangeFSIntegrationTests.filesOnDisk(below: dir))
     }
 
-    /// `go build` with its caches in scratch directories, so it needs no home and no network.
     static let program: Result<String, Error> = Result {
-        let source = RangeFSBinary.packageRoot.appendingPathComponent("Tests/Conformance/stress")
-        let work = try Scratch.makeDir("stress-build")
-        let binary = work.appendingPathComponent("rangefs-stress").path
-        let r = Command.run(["env", "-C", source.path,
-                             "HOME=\(work.path)", "GOCACHE=\(work.path)/cache", "GOPATH=\(work.path)/gopath",
-                             "GOPROXY=off", "GOFLAGS=", "GO111MODULE=on", "CGO_ENABLED=0",
-                             "go", "build", "-o", binary, "."], timeout: 300)
-        guard r.succeeded else {
-            throw HarnessError("cannot build Tests/Conformance/stress (Go 1.19 or later is needed: run scripts/install-deps.sh):\n\(r)")
-        }
-        return binary
+        try GoProgram.build("Tests/Conformance/stress", named: "rangefs-stress")
     }
 
     /// The program over `mount` for `seconds`, with a fresh seed (it prints it to run again);
